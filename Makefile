@@ -1,0 +1,151 @@
+# gpubpf — one entry point: deps, build, test, demo, bench.
+#   make            build build/gpubpf (and the CUDA pieces where CUDA is installed)
+#   make deps       install the Debian packages the build and tests need
+#   make test       deps + build + every test; last line "N passed, N failed[, N skipped]"
+#   make demo       deps + build + profile the bundled demo workload and print a report
+#   make bench      deps + build + overhead benchmarks (docs/BENCHMARKS.md)
+#   V=1             show full commands
+
+ARCH ?= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+BUILD ?= build
+CUDA_HOME ?= /usr/local/cuda
+HAVE_CUDA := $(shell test -x $(CUDA_HOME)/bin/nvcc && test -e $(CUDA_HOME)/lib64/libcudart.so && echo 1)
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo 0.1.0)
+
+CC ?= cc
+CLANG ?= clang
+BPFTOOL ?= bpftool
+PROTOC_C ?= protoc-c
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+# Debian packages the build, tests, demo and benchmarks need.
+DEB_PKGS := clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev libprotobuf-c-dev \
+	protobuf-c-compiler golang-go pkg-config systemtap-sdt-dev libclang-rt-14-dev make gcc g++ \
+	binutils elfutils procps python3 hyperfine
+
+WARN := -Wall -Wextra -Werror -Wno-unused-parameter
+CFLAGS ?= -O2 -g
+ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fno-omit-frame-pointer -MMD -MP \
+	-I$(BUILD) -I$(BUILD)/proto -Iuserspace -Ibpf -DGPUBPF_VERSION='"$(VERSION)"'
+LDLIBS := -lbpf -lelf -ldw -lz -lprotobuf-c -lstdc++ -lpthread
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all
+
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Ivmlinux/$(ARCH) -Ibpf -I$(BUILD)
+
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS))
+SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
+
+PROTO_C := $(BUILD)/proto/profile.pb-c.c
+PROTO_H := $(BUILD)/proto/profile.pb-c.h
+
+# Every userspace/*.c except main.c goes into a library that tests link too.
+LIB_SRCS := $(filter-out userspace/main.c,$(wildcard userspace/*.c))
+LIB_OBJS := $(patsubst userspace/%.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/profile.pb-c.o
+SAN_OBJS := $(patsubst userspace/%.c,$(BUILD)/san/%.o,$(LIB_SRCS)) $(BUILD)/san/profile.pb-c.o
+
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+UNIT_SAN_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/san/%,$(UNIT_SRCS))
+
+# Workloads: plain C (frame pointers on, so BPF can walk them), and CUDA ones built by nvcc.
+WL_SRCS := $(wildcard tests/workloads/*.c)
+WL_BINS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WL_SRCS))
+WL_CFLAGS := -std=gnu11 -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -Werror -pthread
+
+.PHONY: all deps test unit e2e demo bench clean format tools
+.DEFAULT_GOAL := all
+
+all: $(BUILD)/gpubpf
+tools: $(WL_BINS) $(UNIT_BINS) $(UNIT_SAN_BINS)
+
+-include $(wildcard tests/workloads/cuda/Makefile.inc)
+
+deps:
+	$(Q)if ! dpkg -s $(DEB_PKGS) >/dev/null 2>&1; then \
+		echo "  DEPS     installing Debian packages: $(DEB_PKGS)"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends $(DEB_PKGS) >/dev/null; \
+	fi
+
+$(BUILD)/bpf $(BUILD)/obj $(BUILD)/san $(BUILD)/proto $(BUILD)/tests $(BUILD)/tests/san $(BUILD)/workloads:
+	$(Q)mkdir -p $@
+
+# --- BPF: CO-RE objects and skeletons -----------------------------------------------
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c vmlinux/$(ARCH)/vmlinux.h | $(BUILD)/bpf
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@.tmp
+	$(Q)llvm-strip -g $@.tmp -o $@ && rm -f $@.tmp
+
+$(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
+
+# --- pprof protobuf -----------------------------------------------------------------
+$(PROTO_C) $(PROTO_H) &: proto/profile.proto | $(BUILD)/proto
+	$(call msg,PROTOC,$<)
+	$(Q)$(PROTOC_C) --proto_path=proto --c_out=$(BUILD)/proto $<
+
+# --- userspace ----------------------------------------------------------------------
+$(BUILD)/obj/%.o: userspace/%.c $(SKELS) $(PROTO_H) | $(BUILD)/obj
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/profile.pb-c.o: $(PROTO_C) | $(BUILD)/obj
+	$(call msg,CC,$@)
+	$(Q)$(CC) -std=gnu11 $(CFLAGS) -I$(BUILD)/proto -c $< -o $@
+
+$(BUILD)/san/%.o: userspace/%.c $(SKELS) $(PROTO_H) | $(BUILD)/san
+	$(call msg,CC-SAN,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -c $< -o $@
+
+$(BUILD)/san/profile.pb-c.o: $(PROTO_C) | $(BUILD)/san
+	$(call msg,CC-SAN,$@)
+	$(Q)$(CC) -std=gnu11 $(CFLAGS) $(SAN_FLAGS) -I$(BUILD)/proto -c $< -o $@
+
+$(BUILD)/gpubpf: $(BUILD)/obj/main.o $(LIB_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
+# --- tests --------------------------------------------------------------------------
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/test.h $(LIB_OBJS) | $(BUILD)/tests
+	$(call msg,CC-TEST,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit $< $(LIB_OBJS) $(LDLIBS) -o $@
+
+$(BUILD)/tests/san/%: tests/unit/%.c tests/unit/test.h $(SAN_OBJS) | $(BUILD)/tests/san
+	$(call msg,CC-SAN,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Itests/unit $< $(SAN_OBJS) $(LDLIBS) -o $@
+
+$(BUILD)/workloads/%: tests/workloads/%.c | $(BUILD)/workloads
+	$(call msg,CC-WL,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $< -o $@
+
+unit: deps all $(UNIT_BINS) $(UNIT_SAN_BINS)
+	$(Q)BUILD=$(BUILD) tests/run.sh unit
+
+test: deps all tools
+	$(Q)BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) HAVE_CUDA=$(HAVE_CUDA) tests/run.sh all
+
+e2e: deps all tools
+	$(Q)BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) HAVE_CUDA=$(HAVE_CUDA) tests/run.sh e2e
+
+demo: deps all tools
+	$(Q)BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) HAVE_CUDA=$(HAVE_CUDA) tests/demo.sh
+
+bench: deps all tools
+	$(Q)BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) HAVE_CUDA=$(HAVE_CUDA) tests/bench.sh
+
+format:
+	clang-format -i bpf/*.c bpf/*.h userspace/*.c userspace/*.h tests/unit/*.c tests/unit/*.h tests/workloads/*.c
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(wildcard $(BUILD)/obj/*.d $(BUILD)/san/*.d $(BUILD)/bpf/*.d $(BUILD)/tests/*.d $(BUILD)/tests/san/*.d)
