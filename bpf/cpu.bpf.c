@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-2.0
+/* CPU sampling: a perf_event (cpu-clock or cycles) per CPU runs this program; samples
+ * of targets are counted in the kernel by (tgid, tid, user stack, kernel stack). */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#define EFAULT 14
+#define ENOMEM 12
+#include "targets.bpf.h"
+#include "stacks.bpf.h"
+#include "cpu.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define CPU_COUNTS_ENTRIES 16384 /* resized by userspace before load */
+
+struct cpu_counts {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CPU_COUNTS_ENTRIES);
+	__type(key, struct cpu_key);
+	__type(value, __u64);
+};
+struct cpu_counts counts0 SEC(".maps");
+struct cpu_counts counts1 SEC(".maps");
+
+SEC("perf_event")
+int on_cpu_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	__u32 buf = buf_active & 1;
+	struct cpu_key key = {};
+	__u64 one = 1, *cnt;
+
+	if (!is_target(tgid))
+		return 0;
+
+	key.tgid = tgid;
+	key.tid = tid;
+	key.ustack = capture_ustack(ctx, buf);
+	key.kstack = capture_kstack(ctx, buf);
+
+	void *counts = buf ? (void *)&counts1 : (void *)&counts0;
+	cnt = bpf_map_lookup_elem(counts, &key);
+	if (cnt) {
+		__sync_fetch_and_add(cnt, 1);
+	} else if (bpf_map_update_elem(counts, &key, &one, BPF_NOEXIST)) {
+		/* Lost the race to another CPU (-EEXIST) or the map is full. */
+		cnt = bpf_map_lookup_elem(counts, &key);
+		if (!cnt) {
+			stat_inc(STAT_MAP_FULL);
+			return 0;
+		}
+		__sync_fetch_and_add(cnt, 1);
+	}
+	stat_inc(STAT_SAMPLES);
+
+	record_comm(tgid, tid);
+	return 0;
+}

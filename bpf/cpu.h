@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared between bpf/cpu.bpf.c and userspace/cpu.c. __u32/__u64 only. */
+#ifndef GPUBPF_CPU_H
+#define GPUBPF_CPU_H
+
+struct cpu_key {
+	__u32 tgid;
+	__u32 tid;
+	__s32 ustack; /* stack id, or -1 */
+	__s32 kstack; /* stack id, or -1 */
+};
+
+#endif /* GPUBPF_CPU_H */

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared between bpf/procs.bpf.c and userspace/procs.c: process lifecycle events of
+ * the targets (fork, exec, exit) and the target set. __u32/__u64 only. */
+#ifndef GPUBPF_PROCS_H
+#define GPUBPF_PROCS_H
+
+#define PROCS_MAX_TARGETS 16384
+
+enum proc_event_type {
+	PROC_EV_FORK = 1, /* a target forked a new process: pid is the child, ppid the parent */
+	PROC_EV_EXEC = 2, /* a target called exec: mappings changed */
+	PROC_EV_EXIT = 3, /* a target's last thread exited */
+};
+
+struct gpubpf_proc_event {
+	__u32 type;
+	__u32 pid;
+	__u32 ppid;
+	__u32 pad;
+	__u64 ts_ns;
+	char comm[16];
+};
+
+/* Value of the comms map (key: tid). */
+struct gpubpf_comm {
+	__u32 tgid;
+	__u32 pad;
+	char comm[16];  /* thread name */
+	char pcomm[16]; /* process (group leader) name */
+};
+
+/* Value of the targets map: why a process is traced. */
+enum target_flags {
+	TARGET_ROOT = 1,     /* named by the user (-p, or the command started with --) */
+	TARGET_FOLLOWED = 2, /* a descendant followed after attach */
+};
+
+#endif /* GPUBPF_PROCS_H */

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/* Double-buffered stack capture. Each object that records stacks has two stack-trace
+ * maps and two aggregation maps; `buf_active` (in .bss, flipped by userspace through
+ * the mmapped skeleton) says which pair the programs write. Userspace drains the
+ * inactive pair and empties it, so stack ids never go stale under a reader and the
+ * maps stay sparse (fewer bucket collisions) over long recordings. */
+#ifndef GPUBPF_STACKS_BPF_H
+#define GPUBPF_STACKS_BPF_H
+
+#include "stacks.h"
+
+#ifndef STACKS_MAP_ENTRIES
+#define STACKS_MAP_ENTRIES 8192 /* resized by userspace before load */
+#endif
+
+#define DEFINE_STACK_MAP(name)                                                                                         \
+	struct {                                                                                                       \
+		__uint(type, BPF_MAP_TYPE_STACK_TRACE);                                                                \
+		__uint(max_entries, STACKS_MAP_ENTRIES);                                                               \
+		__uint(key_size, sizeof(__u32));                                                                       \
+		__uint(value_size, STACKS_MAX_DEPTH * sizeof(__u64));                                                  \
+	} name SEC(".maps")
+
+DEFINE_STACK_MAP(stacks0);
+DEFINE_STACK_MAP(stacks1);
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, STAT_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+volatile __u32 buf_active = 0;
+
+static __always_inline void stat_inc(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline void *stack_map(__u32 buf)
+{
+	return buf ? (void *)&stacks1 : (void *)&stacks0;
+}
+
+/* Returns the user stack id or a negative error; counts failures. */
+static __always_inline __s32 capture_ustack(void *ctx, __u32 buf)
+{
+	long id = bpf_get_stackid(ctx, stack_map(buf), BPF_F_USER_STACK);
+
+	if (id < 0) {
+		stat_inc(id == -ENOMEM ? STAT_STACK_FULL : STAT_USTACK_LOST);
+		return -1;
+	}
+	return id;
+}
+
+static __always_inline __s32 capture_kstack(void *ctx, __u32 buf)
+{
+	long id = bpf_get_stackid(ctx, stack_map(buf), 0);
+
+	if (id < 0) {
+		/* -EFAULT: no kernel stack (sampled in user mode) is normal, not a loss. */
+		if (id != -EFAULT)
+			stat_inc(id == -ENOMEM ? STAT_STACK_FULL : STAT_KSTACK_LOST);
+		return -1;
+	}
+	return id;
+}
+
+#endif /* GPUBPF_STACKS_BPF_H */

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared between the BPF objects that capture stacks and userspace/stacks.c. */
+#ifndef GPUBPF_STACKS_H
+#define GPUBPF_STACKS_H
+
+/* The kernel's PERF_MAX_STACK_DEPTH default: deeper stacks are truncated (and counted). */
+#define STACKS_MAX_DEPTH 127
+
+/* Per-CPU drop and error counters, surfaced in the status line and summary. */
+enum stack_stat {
+	STAT_SAMPLES = 0,        /* events counted into the aggregation map */
+	STAT_USTACK_LOST = 1,    /* user stack unavailable (-EFAULT) or collided (-EEXIST) */
+	STAT_KSTACK_LOST = 2,    /* kernel stack collided or unavailable */
+	STAT_MAP_FULL = 3,       /* aggregation map full: the event was dropped */
+	STAT_STACK_FULL = 4,     /* stack map full (-ENOMEM) */
+	STAT_NR = 8,
+};
+
+#endif /* GPUBPF_STACKS_H */

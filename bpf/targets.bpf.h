@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* The target set, shared by every BPF object of a session. procs.bpf.c owns it; other
+ * objects declare it here too and userspace makes them share one map with
+ * bpf_map__reuse_fd() before loading. */
+#ifndef GPUBPF_TARGETS_BPF_H
+#define GPUBPF_TARGETS_BPF_H
+
+#include "procs.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PROCS_MAX_TARGETS);
+	__type(key, __u32);   /* tgid */
+	__type(value, __u32); /* enum target_flags */
+} targets SEC(".maps");
+
+/* Set by userspace before load: trace every process (-a). gpubpf's own tgid is never traced. */
+const volatile bool trace_all = false;
+const volatile __u32 self_tgid = 0;
+
+/* Thread and process names by tid: labels for samples of threads gone by export time.
+ * LRU, so -a on a busy host cannot fill it. Shared like targets. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct gpubpf_comm);
+} comms SEC(".maps");
+
+/* Remember the current thread's names (cheap: one map update). */
+static __always_inline void record_comm(__u32 tgid, __u32 tid)
+{
+	struct gpubpf_comm c = {};
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+
+	c.tgid = tgid;
+	bpf_get_current_comm(c.comm, sizeof(c.comm));
+	BPF_CORE_READ_STR_INTO(&c.pcomm, task, group_leader, comm);
+	bpf_map_update_elem(&comms, &tid, &c, BPF_ANY);
+}
+
+static __always_inline bool is_target(__u32 tgid)
+{
+	if (tgid == 0 || tgid == self_tgid)
+		return false;
+	if (trace_all)
+		return true;
+	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+}
+
+#endif /* GPUBPF_TARGETS_BPF_H */

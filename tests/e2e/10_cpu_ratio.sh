@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# CPU shares of a workload with a known 1:2:3 split, recorded with -- and with -p, read
+# back by go tool pprof: each leaf under its own parent within 5 points of its share.
+source "$(dirname "$0")/lib.sh"
+need_root
+need_go
+
+SPEC="leaf_a<parent_a=1,leaf_b<parent_b=2,leaf_c<parent_c=3"
+
+# 1. gpubpf starts the command (-F 499 for enough samples in a few seconds).
+out=$TMP/cmd.pb.gz
+if "$GPUBPF" record -F 499 -o "$out" -- "$WL/cpu_ratio" 4 >"$TMP/cmd.log" 2>&1; then
+	pass "record-command-exit0"
+else
+	fail "record-command-exit0" "$(tail -3 "$TMP/cmd.log")"
+fi
+if pprof -traces "$out" >"$TMP/cmd.traces" && [ -s "$TMP/cmd.traces" ]; then
+	pass "pprof-reads-command-profile"
+else
+	fail "pprof-reads-command-profile" "$(head -3 "$TMP/pprof.err")"
+fi
+if python3 tests/e2e/shares.py "$TMP/cmd.traces" "$SPEC" 5 >"$TMP/cmd.shares"; then
+	pass "shares-command"
+else
+	fail "shares-command" "$(tr '\n' ';' <"$TMP/cmd.shares")"
+fi
+cat "$TMP/cmd.shares"
+grep -q "wrote $out" "$TMP/cmd.log" && pass "summary-line" || fail "summary-line" "$(cat "$TMP/cmd.log")"
+
+# 2. Attach to a running process with -p.
+"$WL/cpu_ratio" 30 >/dev/null &
+wl=$!
+KILL_PIDS+=("$wl")
+sleep 0.3
+out=$TMP/pid.pb.gz
+if "$GPUBPF" record -F 499 -d 4 -p "$wl" -o "$out" >"$TMP/pid.log" 2>&1; then
+	pass "record-pid-exit0"
+else
+	fail "record-pid-exit0" "$(tail -3 "$TMP/pid.log")"
+fi
+kill "$wl" 2>/dev/null
+pprof -traces "$out" >"$TMP/pid.traces"
+if python3 tests/e2e/shares.py "$TMP/pid.traces" "$SPEC" 5 >"$TMP/pid.shares"; then
+	pass "shares-pid"
+else
+	fail "shares-pid" "$(tr '\n' ';' <"$TMP/pid.shares")"
+fi
+cat "$TMP/pid.shares"
+
+# 3. Sample types, period and labels as the issue fixes them.
+pprof -raw "$out" >"$TMP/raw" 2>&1
+grep -q 'samples/count cpu/nanoseconds' "$TMP/raw" && pass "sample-types" || fail "sample-types" "$(head -5 "$TMP/raw")"
+grep -qE 'Period: 2004008' "$TMP/raw" && pass "period" || fail "period" "$(grep -i period "$TMP/raw")"
+pprof -tags "$out" >"$TMP/tags"
+for l in pid tid thread_name process_name; do
+	grep -q "^ *$l:" "$TMP/tags" && pass "label-$l" || fail "label-$l" "missing in pprof -tags"
+done
+grep -q "cpu_ratio" "$TMP/tags" && pass "process-name-value" || fail "process-name-value" "$(cat "$TMP/tags")"
+# file:line from DWARF
+pprof -lines -top -nodecount=5 "$out" >"$TMP/lines"
+grep -qE 'leaf_c .*cpu_ratio.c:[0-9]+' "$TMP/lines" && pass "file-line" || fail "file-line" "$(cat "$TMP/lines")"

@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "log.h"
+
+void cli__usage_main(FILE *f)
+{
+	fprintf(f, "gpubpf %s — always-on CPU+GPU profiler for CUDA jobs, built on eBPF\n"
+		   "\n"
+		   "Usage:\n"
+		   "  gpubpf record [options] -p PID[,PID...]   profile running processes\n"
+		   "  gpubpf record [options] -- COMMAND ...    start COMMAND and profile it\n"
+		   "  gpubpf record [options] -a                profile every process on the host\n"
+		   "  gpubpf help [COMMAND]                     show help (for `record`)\n"
+		   "  gpubpf --version\n"
+		   "\n"
+		   "The output is a gzipped pprof profile. Look at it with:\n"
+		   "  go tool pprof -top gpubpf.pb.gz\n"
+		   "  go tool pprof -http=:8080 gpubpf.pb.gz\n"
+		   "or open it in https://www.speedscope.app. Run `gpubpf help record` for the options.\n",
+		GPUBPF_VERSION);
+}
+
+void cli__usage_record(FILE *f)
+{
+	fprintf(f,
+		"Usage: gpubpf record [-p PID[,PID...] | -a | -- COMMAND [ARGS...]] [-F HZ] [-d SECONDS]\n"
+		"                     [-o FILE] [--format pprof|folded] [--no-inherit] [-v]\n"
+		"\n"
+		"Samples CPU stacks of the targets and writes one profile when recording ends:\n"
+		"at Ctrl-C or SIGTERM, when -d expires, or when every target has exited.\n"
+		"\n"
+		"Targets (exactly one of):\n"
+		"  -p, --pid PID[,PID...]  attach to running processes (and the processes they fork\n"
+		"                          after attach, unless --no-inherit)\n"
+		"  -a, --all               every process on the host (except gpubpf itself)\n"
+		"  -- COMMAND [ARGS...]    start COMMAND, profile it and its children until it exits\n"
+		"\n"
+		"Options:\n"
+		"  -F, --freq HZ           CPU samples per second per CPU (default 99, 1..10000)\n"
+		"  -d, --duration SECONDS  stop after this long (default: until stopped or targets exit)\n"
+		"  -o, --output FILE       output file (default gpubpf.pb.gz; written atomically)\n"
+		"      --format FMT        pprof (gzipped protobuf, default) or folded (flamegraph.pl,\n"
+		"                          speedscope: one \"process;frame;...;leaf COUNT\" line per stack)\n"
+		"      --no-inherit        do not follow children forked after attach\n"
+		"  -v, --verbose           debug messages, including libbpf's\n"
+		"  -h, --help              this help\n"
+		"\n"
+		"Needs root (or CAP_BPF and CAP_PERFMON) and a kernel with BTF.\n"
+		"\n"
+		"Examples:\n"
+		"  sudo gpubpf record -p 1234 -d 30               30 s of a running job\n"
+		"  sudo gpubpf record -o train.pb.gz -- python train.py\n"
+		"  go tool pprof -top train.pb.gz                 top functions\n");
+}
+
+int cli__parse_int(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int cli__parse_double(const char *s, double min, double max, double *out)
+{
+	char *end;
+	double v;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || *end || !isfinite(v) || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_pids(const char *arg, struct record_opts *o)
+{
+	char *copy = strdup(arg), *tok, *save = NULL;
+	int err = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		long pid;
+
+		if (cli__parse_int(tok, 1, 4194304, &pid)) {
+			pr_err("record: invalid pid '%s' (expected a positive number)", tok);
+			err = -EINVAL;
+			break;
+		}
+		if (o->npids >= CLI_MAX_PIDS) {
+			pr_err("record: too many pids (at most %d)", CLI_MAX_PIDS);
+			err = -EINVAL;
+			break;
+		}
+		o->pids[o->npids++] = (int)pid;
+	}
+	if (!err && o->npids == 0) {
+		pr_err("record: -p needs at least one pid");
+		err = -EINVAL;
+	}
+	free(copy);
+	return err;
+}
+
+enum { OPT_FORMAT = 256, OPT_NO_INHERIT };
+
+int cli__parse_record(int argc, char **argv, struct record_opts *o)
+{
+	static const struct option longopts[] = {
+		{"pid", required_argument, NULL, 'p'},      {"all", no_argument, NULL, 'a'},
+		{"freq", required_argument, NULL, 'F'},     {"duration", required_argument, NULL, 'd'},
+		{"output", required_argument, NULL, 'o'},   {"format", required_argument, NULL, OPT_FORMAT},
+		{"no-inherit", no_argument, NULL, OPT_NO_INHERIT}, {"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+	};
+	int c, modes;
+	long l;
+
+	memset(o, 0, sizeof(*o));
+	o->freq = 99;
+	o->output = "gpubpf.pb.gz";
+	o->inherit = true;
+	o->argc = argc;
+	o->argv = argv;
+
+	optind = 1;
+	opterr = 0;
+	/* '+': stop at the first non-option so "-- cmd -x" keeps the command's options. */
+	while ((c = getopt_long(argc, argv, "+:p:aF:d:o:vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (parse_pids(optarg, o))
+				return -EINVAL;
+			break;
+		case 'a':
+			o->all = true;
+			break;
+		case 'F':
+			if (cli__parse_int(optarg, 1, 10000, &l)) {
+				pr_err("record: invalid -F '%s': expected samples per second, 1..10000", optarg);
+				return -EINVAL;
+			}
+			o->freq = (int)l;
+			break;
+		case 'd':
+			if (cli__parse_double(optarg, 0.001, 1e9, &o->duration)) {
+				pr_err("record: invalid -d '%s': expected a positive number of seconds", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'o':
+			if (!*optarg) {
+				pr_err("record: -o needs a file name");
+				return -EINVAL;
+			}
+			o->output = optarg;
+			break;
+		case OPT_FORMAT:
+			if (!strcmp(optarg, "pprof")) {
+				o->format = FORMAT_PPROF;
+			} else if (!strcmp(optarg, "folded")) {
+				o->format = FORMAT_FOLDED;
+			} else {
+				pr_err("record: unknown --format '%s' (expected pprof or folded)", optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_NO_INHERIT:
+			o->inherit = false;
+			break;
+		case 'v':
+			o->verbose = true;
+			break;
+		case 'h':
+			o->help = true;
+			return 0;
+		case ':':
+			pr_err("record: option '%s' needs an argument (see gpubpf help record)", argv[optind - 1]);
+			return -EINVAL;
+		default:
+			pr_err("record: unknown option '%s' (see gpubpf help record)", argv[optind - 1]);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		/* getopt_long stops before a bare word, and consumes "--" itself. */
+		if (strcmp(argv[optind - 1], "--") != 0) {
+			pr_err("record: unexpected argument '%s' (to start a command, put it after --)", argv[optind]);
+			return -EINVAL;
+		}
+		o->command = &argv[optind];
+	} else if (optind > 1 && !strcmp(argv[optind - 1], "--")) {
+		pr_err("record: no command after --");
+		return -EINVAL;
+	}
+	modes = (o->npids > 0) + o->all + (o->command != NULL);
+	if (modes == 0) {
+		pr_err("record: nothing to record: give -p PID, -a, or -- COMMAND (see gpubpf help record)");
+		return -EINVAL;
+	}
+	if (modes > 1) {
+		pr_err("record: -p, -a and -- COMMAND are exclusive: choose one");
+		return -EINVAL;
+	}
+	return 0;
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/* Command-line options of `gpubpf record`. */
+#ifndef GPUBPF_CLI_H
+#define GPUBPF_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#define CLI_MAX_PIDS 256
+
+enum out_format {
+	FORMAT_PPROF = 0,
+	FORMAT_FOLDED = 1,
+};
+
+struct record_opts {
+	int pids[CLI_MAX_PIDS];
+	int npids;
+	bool all;             /* -a */
+	char **command;       /* argv after --, NULL-terminated, or NULL */
+	int freq;             /* -F, samples per second per CPU */
+	double duration;      /* -d seconds, 0 = until stopped or targets exit */
+	const char *output;   /* -o */
+	enum out_format format;
+	bool inherit;         /* follow children (off with --no-inherit) */
+	bool verbose;         /* -v */
+	bool help;            /* --help was asked: print usage, exit 0 */
+	int argc;             /* the full command line, for the profile's comments */
+	char **argv;
+};
+
+/* Parse `record` arguments (argv[0] is "record"). Returns 0, or -EINVAL after printing
+ * one clear line on stderr. */
+int cli__parse_record(int argc, char **argv, struct record_opts *o);
+
+void cli__usage_record(FILE *f);
+void cli__usage_main(FILE *f);
+
+/* Strict number parsing: whole string, in range. 0 or -EINVAL. */
+int cli__parse_int(const char *s, long min, long max, long *out);
+int cli__parse_double(const char *s, double min, double max, double *out);
+
+#endif /* GPUBPF_CLI_H */

@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "../bpf/cpu.h"
+#include "cpu.h"
+#include "cpu.skel.h"
+#include "log.h"
+#include "procs.h"
+#include "stacks.h"
+
+struct cpu_sampler {
+	struct session *s;
+	struct cpu_bpf *skel;
+	struct bpf_link **links;
+	int *pfds;
+	int ncpu;
+	const char *event;
+	uint64_t samples; /* drained into the profile */
+};
+
+static int perf_open(struct perf_event_attr *attr, int cpu)
+{
+	return (int)syscall(__NR_perf_event_open, attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+/* Hardware cycles where a PMU exists, else the software cpu-clock (always here, in a VM). */
+static int open_events(struct cpu_sampler *c)
+{
+	struct perf_event_attr attr = {
+		.size = sizeof(attr),
+		.freq = 1,
+		.sample_freq = (uint64_t)c->s->opts->freq,
+	};
+	static const struct {
+		uint32_t type;
+		uint64_t config;
+		const char *name;
+	} kinds[] = {
+		{PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, "cycles"},
+		{PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, "cpu-clock"},
+	};
+	int n = libbpf_num_possible_cpus(), err = 0, opened;
+
+	if (n <= 0)
+		return n < 0 ? n : -ENODEV;
+	c->ncpu = n;
+	c->pfds = malloc(sizeof(int) * (size_t)n);
+	c->links = calloc((size_t)n, sizeof(*c->links));
+	if (!c->pfds || !c->links)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++)
+		c->pfds[i] = -1;
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		attr.type = kinds[k].type;
+		attr.config = kinds[k].config;
+		err = 0;
+		opened = 0;
+		for (int cpu = 0; cpu < n; cpu++) {
+			c->pfds[cpu] = perf_open(&attr, cpu);
+			if (c->pfds[cpu] >= 0) {
+				opened++;
+				continue;
+			}
+			/* A possible but offline CPU answers ENODEV: nothing to sample there. */
+			if (errno == ENODEV)
+				continue;
+			err = -errno;
+			break;
+		}
+		if (!err && !opened)
+			err = -ENODEV;
+		if (!err) {
+			c->event = kinds[k].name;
+			break;
+		}
+		for (int cpu = 0; cpu < n; cpu++) {
+			if (c->pfds[cpu] >= 0)
+				close(c->pfds[cpu]);
+			c->pfds[cpu] = -1;
+		}
+	}
+	if (err) {
+		pr_err("cannot open a cpu-clock perf event: %s", strerror(-err));
+		return err;
+	}
+	pr_debug("sampling %s at %d Hz on %d CPUs", c->event, c->s->opts->freq, n);
+	for (int cpu = 0; cpu < n; cpu++) {
+		if (c->pfds[cpu] < 0)
+			continue;
+		c->links[cpu] = bpf_program__attach_perf_event(c->skel->progs.on_cpu_sample, c->pfds[cpu]);
+		if (!c->links[cpu]) {
+			err = -errno;
+			pr_err("cannot attach the sampling program to CPU %d: %s", cpu, strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+struct cpu_sampler *cpu__new(struct session *s, int targets_fd, int comms_fd)
+{
+	struct cpu_sampler *c = calloc(1, sizeof(*c));
+	int err;
+
+	if (!c)
+		return NULL;
+	c->s = s;
+	c->skel = cpu_bpf__open();
+	if (!c->skel) {
+		err = -errno;
+		pr_err("cannot open the CPU sampling BPF object: %s", strerror(-err));
+		goto fail;
+	}
+	c->skel->rodata->trace_all = s->opts->all;
+	c->skel->rodata->self_tgid = (__u32)getpid();
+	/* One target set and one comms map for every BPF object of the session. */
+	err = bpf_map__reuse_fd(c->skel->maps.targets, targets_fd);
+	if (!err)
+		err = bpf_map__reuse_fd(c->skel->maps.comms, comms_fd);
+	if (err) {
+		pr_err("cannot share the target map: %s", strerror(-err));
+		goto fail;
+	}
+	err = cpu_bpf__load(c->skel);
+	if (err) {
+		pr_err("cannot load the CPU sampling BPF program: %s (run with -v for the verifier log)",
+		       strerror(-err));
+		goto fail;
+	}
+	err = open_events(c);
+	if (err)
+		goto fail;
+	return c;
+fail:
+	cpu__free(c);
+	errno = -err;
+	return NULL;
+}
+
+void cpu__free(struct cpu_sampler *c)
+{
+	if (!c)
+		return;
+	for (int i = 0; c->links && i < c->ncpu; i++)
+		bpf_link__destroy(c->links[i]);
+	for (int i = 0; c->pfds && i < c->ncpu; i++)
+		if (c->pfds[i] >= 0)
+			close(c->pfds[i]);
+	free(c->links);
+	free(c->pfds);
+	cpu_bpf__destroy(c->skel);
+	free(c);
+}
+
+static int drain_buffer(struct cpu_sampler *c, unsigned buf)
+{
+	struct session *s = c->s;
+	int counts_fd = bpf_map__fd(buf ? c->skel->maps.counts1 : c->skel->maps.counts0);
+	int stacks_fd = bpf_map__fd(buf ? c->skel->maps.stacks1 : c->skel->maps.stacks0);
+	struct cpu_key key, next, *prev = NULL;
+	uint64_t count, kips[STACKS_MAX_DEPTH], uips[STACKS_MAX_DEPTH];
+	int err = 0;
+
+	while (bpf_map_get_next_key(counts_fd, prev, &next) == 0) {
+		int nk, nu, tk, tu;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(counts_fd, &key, &count) || !count)
+			continue;
+		nk = stacks__read(stacks_fd, key.kstack, kips, &tk);
+		nu = stacks__read(stacks_fd, key.ustack, uips, &tu);
+		s->truncated_stacks += (uint64_t)(tk + tu);
+		if (s->opts->all)
+			procs__note_pid(s->procs, (int)key.tgid);
+
+		SESSION_VALUES(values);
+		values[s->t_samples] = (int64_t)count;
+		values[s->t_cpu_ns] = (int64_t)count * s->period_ns;
+		err = session__add_stack_sample(s, key.tgid, key.tid, kips, nk, uips, nu, NULL, 0, NULL, 0, values);
+		if (err)
+			break;
+		c->samples += count;
+	}
+	/* Nothing writes this buffer now: empty it for its next turn. */
+	stacks__clear(counts_fd, sizeof(struct cpu_key));
+	stacks__clear(stacks_fd, sizeof(uint32_t));
+	return err;
+}
+
+int cpu__drain(struct cpu_sampler *c, bool final)
+{
+	unsigned old = c->skel->bss->buf_active & 1;
+	struct timespec ts = {0, 2 * 1000 * 1000};
+	int err;
+
+	/* Flip, then give programs that already picked the old buffer time to finish:
+	 * a sampling program runs for microseconds. */
+	c->skel->bss->buf_active = !old;
+	nanosleep(&ts, NULL);
+	err = drain_buffer(c, old);
+	if (err || !final)
+		return err;
+	c->skel->bss->buf_active = old;
+	nanosleep(&ts, NULL);
+	return drain_buffer(c, !old);
+}
+
+void cpu__stats(struct cpu_sampler *c, struct cpu_stats *out)
+{
+	int fd = bpf_map__fd(c->skel->maps.stats);
+
+	out->samples = stacks__stat(fd, STAT_SAMPLES);
+	out->lost_stacks = stacks__stat(fd, STAT_USTACK_LOST) + stacks__stat(fd, STAT_KSTACK_LOST) +
+			   stacks__stat(fd, STAT_STACK_FULL);
+	out->dropped = stacks__stat(fd, STAT_MAP_FULL);
+	out->event = c->event;
+}

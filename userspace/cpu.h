@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* CPU sampling: a perf event per online CPU, aggregated in the kernel by bpf/cpu.bpf.c. */
+#ifndef GPUBPF_CPU_USER_H
+#define GPUBPF_CPU_USER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "session.h"
+
+struct cpu_sampler;
+
+struct cpu_stats {
+	uint64_t samples;     /* samples counted into stacks */
+	uint64_t lost_stacks; /* user or kernel stacks lost (collisions, faults, full maps) */
+	uint64_t dropped;     /* samples dropped: aggregation map full */
+	const char *event;    /* "cpu-clock" or "cycles" */
+};
+
+/* Open, load and attach: NULL with errno set on failure (a message was printed). */
+struct cpu_sampler *cpu__new(struct session *s, int targets_fd, int comms_fd);
+void cpu__free(struct cpu_sampler *c);
+
+/* Move what the kernel aggregated into the profile. final: drain both buffers. */
+int cpu__drain(struct cpu_sampler *c, bool final);
+void cpu__stats(struct cpu_sampler *c, struct cpu_stats *out);
+
+#endif /* GPUBPF_CPU_USER_H */

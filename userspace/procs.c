@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: MIT
+#define _GNU_SOURCE /* pipe2 */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "log.h"
+#include "procs.h"
+#include "procs.skel.h"
+
+struct proc_ent {
+	int pid;
+	bool alive;
+	bool root;
+};
+
+struct procs {
+	struct procs_bpf *skel;
+	struct ring_buffer *rb;
+	struct syms *syms;
+	const struct record_opts *opts;
+	struct proc_ent *ents;
+	size_t len, cap;
+	/* the command started with --, held at a gate until released */
+	pid_t child;
+	int child_status;
+	bool child_reaped;
+	int gate_fd;  /* write end: closing it lets the child exec */
+	int error_fd; /* read end: the child's exec errno, or EOF on success (CLOEXEC) */
+};
+
+static struct proc_ent *find(struct procs *p, int pid)
+{
+	for (size_t i = 0; i < p->len; i++)
+		if (p->ents[i].pid == pid)
+			return &p->ents[i];
+	return NULL;
+}
+
+static struct proc_ent *add_ent(struct procs *p, int pid, bool root)
+{
+	struct proc_ent *e = find(p, pid);
+
+	if (e) {
+		e->alive = true;
+		e->root |= root;
+		return e;
+	}
+	if (p->len == p->cap) {
+		size_t ncap = p->cap ? p->cap * 2 : 16;
+		struct proc_ent *n = realloc(p->ents, ncap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		p->ents = n;
+		p->cap = ncap;
+	}
+	e = &p->ents[p->len++];
+	*e = (struct proc_ent){.pid = pid, .alive = true, .root = root};
+	return e;
+}
+
+static void track(struct procs *p, int pid)
+{
+	int err = syms__track_pid(p->syms, pid);
+
+	if (err && err != -ESRCH)
+		pr_debug("cannot read the mappings of pid %d: %s", pid, strerror(-err));
+}
+
+static int on_event(void *ctx, void *data, size_t len)
+{
+	struct procs *p = ctx;
+	const struct gpubpf_proc_event *ev = data;
+	struct proc_ent *e;
+
+	if (len < sizeof(*ev))
+		return 0;
+	switch (ev->type) {
+	case PROC_EV_FORK:
+		pr_debug("following pid %u (%.16s), forked by %u", ev->pid, ev->comm, ev->ppid);
+		if (!add_ent(p, (int)ev->pid, false))
+			return -ENOMEM;
+		track(p, (int)ev->pid);
+		break;
+	case PROC_EV_EXEC:
+		pr_debug("pid %u exec'd %.16s", ev->pid, ev->comm);
+		if (!find(p, (int)ev->pid) && !add_ent(p, (int)ev->pid, false))
+			return -ENOMEM;
+		track(p, (int)ev->pid);
+		break;
+	case PROC_EV_EXIT:
+		e = find(p, (int)ev->pid);
+		if (e)
+			e->alive = false;
+		break;
+	}
+	return 0;
+}
+
+struct procs *procs__new(const struct record_opts *o, struct syms *syms)
+{
+	struct procs *p = calloc(1, sizeof(*p));
+	int err;
+
+	if (!p)
+		return NULL;
+	p->opts = o;
+	p->syms = syms;
+	p->gate_fd = -1;
+	p->error_fd = -1;
+	p->skel = procs_bpf__open();
+	if (!p->skel) {
+		err = -errno;
+		goto fail;
+	}
+	p->skel->rodata->trace_all = o->all;
+	p->skel->rodata->self_tgid = (__u32)getpid();
+	p->skel->rodata->follow_children = o->inherit;
+	err = procs_bpf__load(p->skel);
+	if (err)
+		goto fail;
+	err = procs_bpf__attach(p->skel);
+	if (err)
+		goto fail;
+	p->rb = ring_buffer__new(bpf_map__fd(p->skel->maps.proc_events), on_event, p, NULL);
+	if (!p->rb) {
+		err = -errno;
+		goto fail;
+	}
+	return p;
+fail:
+	procs__free(p);
+	errno = err < 0 ? -err : EINVAL;
+	return NULL;
+}
+
+void procs__free(struct procs *p)
+{
+	if (!p)
+		return;
+	if (p->gate_fd >= 0)
+		close(p->gate_fd);
+	if (p->error_fd >= 0)
+		close(p->error_fd);
+	/* A child that never got released must not linger at the gate. */
+	if (p->child > 0 && !p->child_reaped && p->gate_fd >= 0) {
+		kill(p->child, SIGKILL);
+		waitpid(p->child, NULL, 0);
+	}
+	ring_buffer__free(p->rb);
+	procs_bpf__destroy(p->skel);
+	free(p->ents);
+	free(p);
+}
+
+int procs__targets_fd(const struct procs *p)
+{
+	return bpf_map__fd(p->skel->maps.targets);
+}
+
+int procs__comms_fd(const struct procs *p)
+{
+	return bpf_map__fd(p->skel->maps.comms);
+}
+
+static int set_target(struct procs *p, int pid)
+{
+	__u32 key = (__u32)pid, val = TARGET_ROOT;
+
+	if (bpf_map_update_elem(procs__targets_fd(p), &key, &val, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int procs__add_pid(struct procs *p, int pid)
+{
+	int err;
+
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return -ESRCH;
+	err = set_target(p, pid);
+	if (err)
+		return err;
+	if (!add_ent(p, pid, true))
+		return -ENOMEM;
+	track(p, pid);
+	return 0;
+}
+
+int procs__spawn(struct procs *p, char **argv)
+{
+	int gate[2] = {-1, -1}, errp[2] = {-1, -1}, err;
+	pid_t pid;
+
+	if (pipe2(gate, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+		err = -errno;
+		goto fail;
+	}
+	pid = fork();
+	if (pid < 0) {
+		err = -errno;
+		goto fail;
+	}
+	if (pid == 0) {
+		char c;
+		int e;
+		sigset_t none;
+
+		close(gate[1]);
+		close(errp[0]);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
+		/* Wait at the gate: the parent closes it once the probes are in place. */
+		while (read(gate[0], &c, 1) < 0 && errno == EINTR)
+			;
+		execvp(argv[0], argv);
+		e = errno;
+		if (write(errp[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(gate[0]);
+	close(errp[1]);
+	p->gate_fd = gate[1];
+	p->error_fd = errp[0];
+	p->child = pid;
+	err = set_target(p, pid);
+	if (err)
+		return err;
+	if (!add_ent(p, pid, true))
+		return -ENOMEM;
+	return 0;
+fail:
+	for (int i = 0; i < 2; i++) {
+		if (gate[i] >= 0)
+			close(gate[i]);
+		if (errp[i] >= 0)
+			close(errp[i]);
+	}
+	return err;
+}
+
+int procs__release(struct procs *p)
+{
+	ssize_t n;
+	int e = 0;
+
+	if (p->gate_fd < 0)
+		return 0;
+	close(p->gate_fd);
+	p->gate_fd = -1;
+	do
+		n = read(p->error_fd, &e, sizeof(e));
+	while (n < 0 && errno == EINTR);
+	close(p->error_fd);
+	p->error_fd = -1;
+	if (n == (ssize_t)sizeof(e)) {
+		waitpid(p->child, &p->child_status, 0);
+		p->child_reaped = true;
+		return -e;
+	}
+	/* EOF: the exec succeeded (the pipe was close-on-exec). Mappings are final now. */
+	track(p, p->child);
+	return 0;
+}
+
+pid_t procs__child(const struct procs *p)
+{
+	return p->child;
+}
+
+int procs__child_status(struct procs *p, int *status)
+{
+	struct proc_ent *e = p->child > 0 ? find(p, p->child) : NULL;
+
+	/* The exit tracepoint fires before the child becomes a zombie: when it said the
+	 * child is gone, give it a moment to become reapable. */
+	for (int i = 0; e && !e->alive && !p->child_reaped && i < 100; i++) {
+		if (waitpid(p->child, &p->child_status, WNOHANG) == p->child)
+			p->child_reaped = true;
+		else
+			usleep(5000);
+	}
+	if (!p->child_reaped)
+		return -EAGAIN;
+	*status = p->child_status;
+	return 0;
+}
+
+int procs__poll(struct procs *p, int timeout_ms)
+{
+	int n = ring_buffer__poll(p->rb, timeout_ms);
+
+	if (n == -EINTR)
+		return 0;
+	return n;
+}
+
+/* Alive unless gone or a zombie. Target memory is not read here: /proc/PID/stat only. */
+static bool pid_alive(int pid)
+{
+	char path[64], buf[512], *paren;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* comm may hold ')' itself: the state follows the last one. */
+	paren = strrchr(buf, ')');
+	if (!paren || paren[1] != ' ')
+		return false;
+	return paren[2] != 'Z' && paren[2] != 'X';
+}
+
+int procs__refresh(struct procs *p)
+{
+	int live_roots = 0;
+
+	if (p->child > 0 && !p->child_reaped && p->gate_fd < 0) {
+		pid_t r = waitpid(p->child, &p->child_status, WNOHANG);
+
+		if (r == p->child)
+			p->child_reaped = true;
+	}
+	for (size_t i = 0; i < p->len; i++) {
+		struct proc_ent *e = &p->ents[i];
+
+		if (!e->alive)
+			continue;
+		if (e->pid == p->child && p->child_reaped)
+			e->alive = false;
+		else
+			e->alive = pid_alive(e->pid);
+		if (e->alive) {
+			track(p, e->pid);
+			live_roots += e->root;
+		} else if (!p->opts->all) {
+			__u32 key = (__u32)e->pid;
+
+			bpf_map_delete_elem(procs__targets_fd(p), &key);
+		}
+	}
+	return live_roots;
+}
+
+void procs__note_pid(struct procs *p, int pid)
+{
+	if (find(p, pid))
+		return;
+	if (add_ent(p, pid, false))
+		track(p, pid);
+}
+
+int procs__num_live(const struct procs *p)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < p->len; i++)
+		n += p->ents[i].alive;
+	return n;
+}
+
+unsigned long long procs__lost_events(const struct procs *p)
+{
+	return p->skel->bss->lost_events;
+}

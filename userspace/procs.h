@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/* The target processes of a session: the ones the user named or started, the children
+ * followed after attach (in-kernel, by bpf/procs.bpf.c), and under -a every process seen.
+ * Owns the BPF target set and the comms map that the other BPF objects share. */
+#ifndef GPUBPF_PROCS_USER_H
+#define GPUBPF_PROCS_USER_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "../bpf/procs.h"
+#include "cli.h"
+#include "syms.h"
+
+struct procs;
+
+/* Loads and attaches the lifecycle tracepoints. NULL with errno set on failure. */
+struct procs *procs__new(const struct record_opts *o, struct syms *syms);
+void procs__free(struct procs *p); /* accepts NULL */
+
+int procs__targets_fd(const struct procs *p);
+int procs__comms_fd(const struct procs *p);
+
+/* Add a running process named by the user. -ESRCH if it does not exist. */
+int procs__add_pid(struct procs *p, int pid);
+
+/* Fork COMMAND, held before exec until procs__release() (so no early sample is missed),
+ * and add it as a target. Returns 0 or a negative errno. */
+int procs__spawn(struct procs *p, char **argv);
+/* Let the spawned command exec. Returns 0, or the exec's negative errno (the command
+ * could not be started; a message was printed). */
+int procs__release(struct procs *p);
+pid_t procs__child(const struct procs *p); /* the spawned command, or 0 */
+int procs__child_status(struct procs *p, int *status); /* 0 when it exited and was reaped */
+
+/* Handle lifecycle events for up to timeout_ms. Returns the number handled or a negative errno. */
+int procs__poll(struct procs *p, int timeout_ms);
+
+/* Re-check which targets are alive and refresh their mappings for the symbolizer.
+ * Returns the number of live root targets (the named or started ones). */
+int procs__refresh(struct procs *p);
+
+/* A pid seen in samples (for -a): track it if new. */
+void procs__note_pid(struct procs *p, int pid);
+
+/* Counters for the status line. */
+int procs__num_live(const struct procs *p);
+unsigned long long procs__lost_events(const struct procs *p);
+
+#endif /* GPUBPF_PROCS_USER_H */

@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "cli.h"
+#include "cpu.h"
+#include "folded.h"
+#include "log.h"
+#include "outfile.h"
+#include "pprof.h"
+#include "preflight.h"
+#include "procs.h"
+#include "profile.h"
+#include "record.h"
+#include "session.h"
+#include "status.h"
+#include "syms.h"
+
+static volatile sig_atomic_t stop_signals;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_signals++;
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa = {.sa_handler = on_signal};
+
+	sigemptyset(&sa.sa_mask);
+	/* No SA_RESTART: a signal must interrupt the poll so we stop promptly. */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+struct write_ctx {
+	struct session *s;
+};
+
+static int write_cb(void *ctx, FILE *f)
+{
+	struct write_ctx *w = ctx;
+
+	if (w->s->opts->format == FORMAT_FOLDED)
+		return folded__write(w->s->prof, w->s->t_samples, f);
+	return pprof__write(w->s->prof, f);
+}
+
+static void add_comments(struct session *s, const struct cpu_stats *st, double secs)
+{
+	const struct record_opts *o = s->opts;
+	char cmd[1024];
+	size_t off = 0;
+
+	cmd[0] = '\0';
+	for (int i = 0; i < o->argc && off < sizeof(cmd) - 1; i++) {
+		int n = snprintf(cmd + off, sizeof(cmd) - off, "%s%s", i ? " " : "", o->argv[i]);
+
+		if (n < 0)
+			break;
+		off += (size_t)n;
+	}
+	profile__add_comment(s->prof, "gpubpf %s", GPUBPF_VERSION);
+	profile__add_comment(s->prof, "command: gpubpf %s", cmd);
+	profile__add_comment(s->prof, "settings: event=%s freq=%dHz inherit=%s duration=%.1fs", st->event, o->freq,
+			     o->inherit ? "yes" : "no", secs);
+	profile__add_comment(s->prof, "cpu: %llu samples, %llu stacks lost, %llu samples dropped, %llu truncated",
+			     (unsigned long long)st->samples, (unsigned long long)st->lost_stacks,
+			     (unsigned long long)st->dropped, (unsigned long long)s->truncated_stacks);
+}
+
+static int setup_profile(struct session *s)
+{
+	s->prof = profile__new();
+	if (!s->prof)
+		return -errno;
+	s->t_samples = profile__add_type(s->prof, "samples", "count");
+	s->t_cpu_ns = profile__add_type(s->prof, "cpu", "nanoseconds");
+	if (s->t_samples < 0 || s->t_cpu_ns < 0)
+		return -EINVAL;
+	s->period_ns = 1000000000LL / s->opts->freq;
+	return profile__set_period(s->prof, "cpu", "nanoseconds", s->period_ns);
+}
+
+static const char *target_desc(const struct record_opts *o, char *buf, size_t len)
+{
+	if (o->all)
+		snprintf(buf, len, "all processes");
+	else if (o->command)
+		snprintf(buf, len, "%s", o->command[0]);
+	else if (o->npids == 1)
+		snprintf(buf, len, "pid %d", o->pids[0]);
+	else
+		snprintf(buf, len, "%d pids", o->npids);
+	return buf;
+}
+
+int record__main(int argc, char **argv)
+{
+	struct record_opts o;
+	struct session s = {.comms_fd = -1};
+	struct cpu_sampler *cpu = NULL;
+	struct cpu_stats st = {0};
+	struct status status;
+	struct write_ctx w = {.s = &s};
+	double start, next_tick, elapsed;
+	char desc[128];
+	int err, exited = 0;
+
+	err = cli__parse_record(argc, argv, &o);
+	if (err)
+		return err;
+	if (o.help) {
+		cli__usage_record(stdout);
+		return 0;
+	}
+	log_verbose = o.verbose;
+	log__setup_libbpf();
+	s.opts = &o;
+
+	/* Everything that can be checked before touching the kernel or the target. */
+	err = preflight__privileges();
+	if (err)
+		return err;
+	err = preflight__btf();
+	if (err)
+		return err;
+	for (int i = 0; i < o.npids; i++) {
+		if (kill(o.pids[i], 0) < 0 && errno == ESRCH) {
+			pr_err("no such process: %d", o.pids[i]);
+			return -ESRCH;
+		}
+	}
+	err = outfile__check(o.output);
+	if (err) {
+		pr_err("cannot write %s: %s", o.output, strerror(-err));
+		return err;
+	}
+
+	install_signals();
+	s.syms = syms__new();
+	if (!s.syms) {
+		err = -errno;
+		pr_err("cannot start the symbolizer: %s", strerror(-err));
+		goto cleanup;
+	}
+	err = setup_profile(&s);
+	if (err) {
+		pr_err("cannot set up the profile: %s", strerror(-err));
+		goto cleanup;
+	}
+	s.procs = procs__new(&o, s.syms);
+	if (!s.procs) {
+		err = -errno;
+		pr_err("cannot load the process tracking BPF programs: %s (run with -v for details)", strerror(-err));
+		goto cleanup;
+	}
+	s.comms_fd = procs__comms_fd(s.procs);
+	if (o.command) {
+		err = procs__spawn(s.procs, o.command);
+		if (err) {
+			pr_err("cannot start %s: %s", o.command[0], strerror(-err));
+			goto cleanup;
+		}
+	}
+	for (int i = 0; i < o.npids; i++) {
+		err = procs__add_pid(s.procs, o.pids[i]);
+		if (err) {
+			pr_err("cannot attach to pid %d: %s", o.pids[i],
+			       err == -ESRCH ? "no such process" : strerror(-err));
+			goto cleanup;
+		}
+	}
+	cpu = cpu__new(&s, procs__targets_fd(s.procs), s.comms_fd);
+	if (!cpu) {
+		err = -errno;
+		goto cleanup;
+	}
+	/* Probes are in place: let the command run. */
+	if (o.command) {
+		err = procs__release(s.procs);
+		if (err) {
+			pr_err("cannot execute '%s': %s", o.command[0], strerror(-err));
+			goto cleanup;
+		}
+	}
+
+	start = now_s();
+	profile__set_time(s.prof, wall_ns(), 0);
+	status__init(&status, target_desc(&o, desc, sizeof(desc)));
+	next_tick = start + 1.0;
+	pr_debug("recording %s", desc);
+
+	while (!stop_signals) {
+		double t;
+
+		procs__poll(s.procs, 100);
+		t = now_s();
+		if (o.duration > 0 && t - start >= o.duration)
+			break;
+		if (t >= next_tick) {
+			next_tick = t + 1.0;
+			err = cpu__drain(cpu, false);
+			if (err) {
+				pr_err("cannot read samples: %s", strerror(-err));
+				goto cleanup;
+			}
+			if (!o.all && procs__refresh(s.procs) == 0) {
+				exited = 1;
+				break;
+			}
+			if (o.all)
+				procs__refresh(s.procs);
+			/* Resolve while the targets live: exited processes keep their names. */
+			profile__symbolize(s.prof, s.syms);
+			cpu__stats(cpu, &st);
+			status__update(&status, t - start, procs__num_live(s.procs), st.samples,
+				       st.lost_stacks + st.dropped + procs__lost_events(s.procs));
+		} else if (!o.all && procs__num_live(s.procs) == 0) {
+			/* An exit event arrived: confirm and stop without waiting for the tick. */
+			if (procs__refresh(s.procs) == 0) {
+				exited = 1;
+				break;
+			}
+		}
+	}
+	elapsed = now_s() - start;
+	status__clear(&status);
+	if (stop_signals)
+		pr_debug("stopping on a signal; a second Ctrl-C skips the rest of symbolization");
+	else if (exited)
+		pr_debug("every target exited");
+
+	err = cpu__drain(cpu, true);
+	if (err) {
+		pr_err("cannot read samples: %s", strerror(-err));
+		goto cleanup;
+	}
+	cpu__stats(cpu, &st);
+	/* Detach before symbolizing and writing: the target runs on unprofiled. */
+	cpu__free(cpu);
+	cpu = NULL;
+	if (stop_signals < 2)
+		profile__symbolize(s.prof, s.syms);
+	{
+		int64_t t0, d;
+
+		profile__time(s.prof, &t0, &d);
+		profile__set_time(s.prof, t0, (int64_t)(elapsed * 1e9));
+	}
+	add_comments(&s, &st, elapsed);
+
+	err = outfile__write(o.output, write_cb, &w);
+	if (err) {
+		pr_err("cannot write %s: %s", o.output, strerror(-err));
+		goto cleanup;
+	}
+	fprintf(stderr, "gpubpf: wrote %s: %llu samples, %zu stacks, %.1f s", o.output,
+		(unsigned long long)st.samples, profile__num_samples(s.prof), elapsed);
+	if (st.lost_stacks || st.dropped)
+		fprintf(stderr, ", %llu stacks lost, %llu samples dropped", (unsigned long long)st.lost_stacks,
+			(unsigned long long)st.dropped);
+	if (procs__lost_events(s.procs))
+		fprintf(stderr, ", %llu process events lost", procs__lost_events(s.procs));
+	fputc('\n', stderr);
+	if (o.command) {
+		int ws;
+
+		if (procs__child_status(s.procs, &ws) == 0) {
+			if (WIFEXITED(ws) && WEXITSTATUS(ws))
+				fprintf(stderr, "gpubpf: %s exited with status %d\n", o.command[0], WEXITSTATUS(ws));
+			else if (WIFSIGNALED(ws))
+				fprintf(stderr, "gpubpf: %s was killed by signal %d\n", o.command[0], WTERMSIG(ws));
+		} else {
+			fprintf(stderr, "gpubpf: %s (pid %d) keeps running unprofiled\n", o.command[0],
+				(int)procs__child(s.procs));
+		}
+	}
+	err = 0;
+cleanup:
+	cpu__free(cpu);
+	procs__free(s.procs);
+	profile__free(s.prof);
+	syms__free(s.syms);
+	session__names_free();
+	return err;
+}

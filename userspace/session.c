@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "procs.h"
+#include "session.h"
+
+/* tid -> names. Threads are few compared to samples; a small open-addressing table. */
+struct name_ent {
+	uint32_t tid; /* 0 = empty */
+	uint32_t pid;
+	char tid_str[12], pid_str[12];
+	char comm[16], pcomm[16];
+};
+
+static struct name_ent *names;
+static size_t names_cap, names_len;
+
+void session__names_free(void)
+{
+	free(names);
+	names = NULL;
+	names_cap = names_len = 0;
+}
+
+static size_t slot_of(uint32_t tid, size_t cap)
+{
+	return (size_t)(tid * 2654435761u) & (cap - 1);
+}
+
+static int names_grow(void)
+{
+	size_t ncap = names_cap ? names_cap * 2 : 256;
+	struct name_ent *n = calloc(ncap, sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	for (size_t i = 0; i < names_cap; i++) {
+		if (!names[i].tid)
+			continue;
+		size_t j = slot_of(names[i].tid, ncap);
+		while (n[j].tid)
+			j = (j + 1) & (ncap - 1);
+		n[j] = names[i];
+	}
+	free(names);
+	names = n;
+	names_cap = ncap;
+	return 0;
+}
+
+static void read_comm_file(uint32_t pid, uint32_t tid, char *out, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	if (tid)
+		snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", pid, tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%u/comm", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, out, len - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	out[n] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+}
+
+static struct name_ent *name_lookup(struct session *s, uint32_t pid, uint32_t tid)
+{
+	struct gpubpf_comm c;
+	struct name_ent *e;
+	size_t i;
+
+	if (!tid)
+		tid = pid ? pid : 0xffffffffu;
+	if (names_cap) {
+		for (i = slot_of(tid, names_cap); names[i].tid; i = (i + 1) & (names_cap - 1))
+			if (names[i].tid == tid && names[i].pid == pid)
+				return &names[i];
+	}
+	if ((names_len + 1) * 2 > names_cap && names_grow())
+		return NULL;
+	i = slot_of(tid, names_cap);
+	while (names[i].tid)
+		i = (i + 1) & (names_cap - 1);
+	e = &names[i];
+	memset(e, 0, sizeof(*e));
+	e->tid = tid;
+	e->pid = pid;
+	names_len++;
+	snprintf(e->tid_str, sizeof(e->tid_str), "%u", tid);
+	snprintf(e->pid_str, sizeof(e->pid_str), "%u", pid);
+	if (s->comms_fd >= 0 && bpf_map_lookup_elem(s->comms_fd, &tid, &c) == 0) {
+		memcpy(e->comm, c.comm, sizeof(e->comm) - 1);
+		memcpy(e->pcomm, c.pcomm, sizeof(e->pcomm) - 1);
+	}
+	if (!e->comm[0])
+		read_comm_file(pid, tid, e->comm, sizeof(e->comm));
+	if (!e->pcomm[0])
+		read_comm_file(pid, 0, e->pcomm, sizeof(e->pcomm));
+	if (!e->comm[0])
+		snprintf(e->comm, sizeof(e->comm), "[tid %u]", tid);
+	if (!e->pcomm[0])
+		snprintf(e->pcomm, sizeof(e->pcomm), "[pid %u]", pid);
+	return e;
+}
+
+int session__labels(struct session *s, uint32_t pid, uint32_t tid, struct prof_label *l)
+{
+	struct name_ent *e = name_lookup(s, pid, tid);
+
+	if (!e)
+		return -ENOMEM;
+	memset(l, 0, sizeof(*l) * SESSION_LABELS);
+	l[0].key = "pid";
+	l[0].str = e->pid_str;
+	l[1].key = "tid";
+	l[1].str = e->tid_str;
+	l[2].key = "thread_name";
+	l[2].str = e->comm;
+	l[3].key = "process_name";
+	l[3].str = e->pcomm;
+	return 0;
+}
+
+int session__add_stack_sample(struct session *s, uint32_t pid, uint32_t tid, const uint64_t *kips, int nk,
+			      const uint64_t *uips, int nu, const struct prof_frame *leaf, int nleaf,
+			      const struct prof_label *extra, int nextra, const int64_t *values)
+{
+	struct prof_frame frames[PROFILE_MAX_FRAMES];
+	struct prof_label labels[PROFILE_MAX_LABELS];
+	int n = 0, nl, err;
+
+	err = session__labels(s, pid, tid, labels);
+	if (err)
+		return err;
+	nl = SESSION_LABELS;
+	for (int i = 0; i < nextra && nl < PROFILE_MAX_LABELS; i++)
+		labels[nl++] = extra[i];
+
+	for (int i = 0; i < nleaf && n < PROFILE_MAX_FRAMES; i++)
+		frames[n++] = leaf[i];
+	for (int i = 0; i < nk && n < PROFILE_MAX_FRAMES; i++) {
+		frames[n] = (struct prof_frame){.kind = PROF_FRAME_KERNEL, .addr = kips[i] - (i > 0)};
+		n++;
+	}
+	for (int i = 0; i < nu && n < PROFILE_MAX_FRAMES; i++) {
+		/* ips[0] is the interrupted or probed instruction itself (a uprobe's is the
+		 * function entry, where -1 would land in the previous function); the rest
+		 * are return addresses, moved back into the call instruction. */
+		frames[n] = (struct prof_frame){.kind = PROF_FRAME_USER, .addr = uips[i] - (i > 0)};
+		n++;
+	}
+	if (n == 0)
+		frames[n++] = (struct prof_frame){.kind = PROF_FRAME_SYNTH, .name = "[stack lost]"};
+	return profile__add_sample(s->prof, (int)pid, (int)tid, frames, n, labels, nl, values);
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/* What every data source of a recording shares: the options, the profile model, the
+ * symbolizer, the target processes, and the sample types. Each source (cpu.c, later
+ * cuda.c) drains its BPF maps into session->prof through these helpers. */
+#ifndef GPUBPF_SESSION_H
+#define GPUBPF_SESSION_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "cli.h"
+#include "profile.h"
+#include "syms.h"
+
+struct procs;
+
+struct session {
+	const struct record_opts *opts;
+	struct profile *prof;
+	struct syms *syms;
+	struct procs *procs;
+	int comms_fd;    /* BPF map tid -> struct gpubpf_comm */
+	int t_samples;   /* sample type indices in prof */
+	int t_cpu_ns;
+	int64_t period_ns;
+	uint64_t truncated_stacks; /* stacks that hit STACKS_MAX_DEPTH */
+};
+
+#define SESSION_LABELS 4
+
+/* Fill the standard labels of a sample (pid, tid, thread_name, process_name). Strings
+ * point into a cache owned by the session module; valid until session__names_free(). */
+int session__labels(struct session *s, uint32_t pid, uint32_t tid, struct prof_label *labels);
+void session__names_free(void);
+
+/* The sample's values array, zeroed, sized for every type of the profile. */
+#define SESSION_VALUES(name) int64_t name[PROFILE_MAX_TYPES] = {0}
+
+/* Build frames from a kernel and a user stack (leaf first each; either may be empty)
+ * and add one sample. Non-leaf return addresses are moved back by one byte so they
+ * resolve to the call instruction's line (ips[0] of each stack is left as is). A sample with no frames at all gets a
+ * synthetic "[stack lost]" frame so its value is still counted. */
+int session__add_stack_sample(struct session *s, uint32_t pid, uint32_t tid, const uint64_t *kips, int nk,
+			      const uint64_t *uips, int nu, const struct prof_frame *leaf, int nleaf,
+			      const struct prof_label *extra, int nextra, const int64_t *values);
+
+#endif /* GPUBPF_SESSION_H */
