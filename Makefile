@@ -62,6 +62,8 @@ WL_CFLAGS := -std=gnu11 -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -Werror
 
 .PHONY: all deps test unit e2e demo bench clean format tools
 .DEFAULT_GOAL := all
+# Keep intermediate objects (sanitizer builds) between runs.
+.SECONDARY:
 
 all: $(BUILD)/gpubpf
 tools: $(WL_BINS) $(UNIT_BINS) $(UNIT_SAN_BINS)

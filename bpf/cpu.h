@@ -3,6 +3,10 @@
 #ifndef GPUBPF_CPU_H
 #define GPUBPF_CPU_H
 
+#ifndef __VMLINUX_H__
+#include <linux/types.h> /* BPF code gets these from vmlinux.h */
+#endif
+
 struct cpu_key {
 	__u32 tgid;
 	__u32 tid;

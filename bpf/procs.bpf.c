@@ -19,10 +19,31 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } proc_events SEC(".maps");
 
+/* Processes gpubpf started itself (-- COMMAND): stopped at exec and at each load of the
+ * dynamic linker until userspace has put its probes into the new objects, so not even
+ * the first CUDA call after start-up is missed. Never used for processes gpubpf attached
+ * to (-p, -a): those are not ours to stop. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u32);
+} pause_pids SEC(".maps");
+
 /* Events lost because the ring buffer was full; userspace reports it. */
 __u64 lost_events = 0;
 
-static __always_inline void emit(__u32 type, __u32 pid, __u32 ppid)
+#define SIGSTOP 19
+
+static __always_inline __u32 maybe_pause(__u32 tgid)
+{
+	if (!bpf_map_lookup_elem(&pause_pids, &tgid))
+		return 0;
+	/* Delivered on the way back to user space: the process stops before it runs on. */
+	return bpf_send_signal(SIGSTOP) == 0;
+}
+
+static __always_inline void emit_paused(__u32 type, __u32 pid, __u32 ppid, __u32 paused)
 {
 	struct gpubpf_proc_event *e = bpf_ringbuf_reserve(&proc_events, sizeof(*e), 0);
 
@@ -33,10 +54,15 @@ static __always_inline void emit(__u32 type, __u32 pid, __u32 ppid)
 	e->type = type;
 	e->pid = pid;
 	e->ppid = ppid;
-	e->pad = 0;
+	e->paused = paused;
 	e->ts_ns = bpf_ktime_get_ns();
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	bpf_ringbuf_submit(e, 0);
+}
+
+static __always_inline void emit(__u32 type, __u32 pid, __u32 ppid)
+{
+	emit_paused(type, pid, ppid, 0);
 }
 
 /* tp_btf needs no tracefs mount (attached by BTF id), unlike classic tracepoints. */
@@ -68,7 +94,19 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 
 	if (is_target(tgid))
-		emit(PROC_EV_EXEC, tgid, 0);
+		emit_paused(PROC_EV_EXEC, tgid, 0, maybe_pause(tgid));
+	return 0;
+}
+
+/* The dynamic linker calls _dl_debug_state after every change to the link map (start-up,
+ * dlopen, dlclose): new objects may hold CUDA entry points to probe. */
+SEC("uprobe")
+int on_dl_debug_state(struct pt_regs *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (is_target(tgid))
+		emit_paused(PROC_EV_LOAD, tgid, 0, maybe_pause(tgid));
 	return 0;
 }
 

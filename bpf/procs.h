@@ -4,19 +4,24 @@
 #ifndef GPUBPF_PROCS_H
 #define GPUBPF_PROCS_H
 
+#ifndef __VMLINUX_H__
+#include <linux/types.h> /* BPF code gets these from vmlinux.h */
+#endif
+
 #define PROCS_MAX_TARGETS 16384
 
 enum proc_event_type {
 	PROC_EV_FORK = 1, /* a target forked a new process: pid is the child, ppid the parent */
 	PROC_EV_EXEC = 2, /* a target called exec: mappings changed */
 	PROC_EV_EXIT = 3, /* a target's last thread exited */
+	PROC_EV_LOAD = 4, /* the dynamic linker loaded or unloaded objects (_dl_debug_state) */
 };
 
 struct gpubpf_proc_event {
 	__u32 type;
 	__u32 pid;
 	__u32 ppid;
-	__u32 pad;
+	__u32 paused; /* the process was stopped (SIGSTOP) until userspace resumes it */
 	__u64 ts_ns;
 	char comm[16];
 };

@@ -3,6 +3,10 @@
 #ifndef GPUBPF_STACKS_H
 #define GPUBPF_STACKS_H
 
+#ifndef __VMLINUX_H__
+#include <linux/types.h> /* BPF code gets these from vmlinux.h */
+#endif
+
 /* The kernel's PERF_MAX_STACK_DEPTH default: deeper stacks are truncated (and counted). */
 #define STACKS_MAX_DEPTH 127
 

@@ -12,6 +12,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "links.h"
 #include "log.h"
 #include "procs.h"
 #include "procs.skel.h"
@@ -35,6 +36,11 @@ struct procs {
 	bool child_reaped;
 	int gate_fd;  /* write end: closing it lets the child exec */
 	int error_fd; /* read end: the child's exec errno, or EOF on success (CLOEXEC) */
+	/* called when a target's mappings may have changed (fork, exec, a dynamic load) */
+	void (*on_change)(void *ctx, int pid);
+	void *on_change_ctx;
+	struct bpf_link **links; /* _dl_debug_state probes */
+	size_t nlinks, caplinks;
 };
 
 static struct proc_ent *find(struct procs *p, int pid)
@@ -76,26 +82,41 @@ static void track(struct procs *p, int pid)
 		pr_debug("cannot read the mappings of pid %d: %s", pid, strerror(-err));
 }
 
+static void changed(struct procs *p, int pid)
+{
+	if (p->on_change)
+		p->on_change(p->on_change_ctx, pid);
+}
+
 static int on_event(void *ctx, void *data, size_t len)
 {
 	struct procs *p = ctx;
 	const struct gpubpf_proc_event *ev = data;
 	struct proc_ent *e;
+	int err = 0;
 
 	if (len < sizeof(*ev))
 		return 0;
 	switch (ev->type) {
 	case PROC_EV_FORK:
 		pr_debug("following pid %u (%.16s), forked by %u", ev->pid, ev->comm, ev->ppid);
-		if (!add_ent(p, (int)ev->pid, false))
-			return -ENOMEM;
+		if (!add_ent(p, (int)ev->pid, false)) {
+			err = -ENOMEM;
+			break;
+		}
 		track(p, (int)ev->pid);
+		changed(p, (int)ev->pid);
 		break;
 	case PROC_EV_EXEC:
-		pr_debug("pid %u exec'd %.16s", ev->pid, ev->comm);
-		if (!find(p, (int)ev->pid) && !add_ent(p, (int)ev->pid, false))
-			return -ENOMEM;
+	case PROC_EV_LOAD:
+		pr_debug("pid %u %s (%.16s)%s", ev->pid, ev->type == PROC_EV_EXEC ? "exec'd" : "loaded objects",
+			 ev->comm, ev->paused ? ", held until probed" : "");
+		if (!find(p, (int)ev->pid) && !add_ent(p, (int)ev->pid, false)) {
+			err = -ENOMEM;
+			break;
+		}
 		track(p, (int)ev->pid);
+		changed(p, (int)ev->pid);
 		break;
 	case PROC_EV_EXIT:
 		e = find(p, (int)ev->pid);
@@ -103,6 +124,35 @@ static int on_event(void *ctx, void *data, size_t len)
 			e->alive = false;
 		break;
 	}
+	/* Whatever happened above, a process we stopped runs on. */
+	if (ev->paused)
+		kill((pid_t)ev->pid, SIGCONT);
+	return err;
+}
+
+void procs__set_on_change(struct procs *p, void (*cb)(void *ctx, int pid), void *ctx)
+{
+	p->on_change = cb;
+	p->on_change_ctx = ctx;
+}
+
+int procs__attach_dl_state(struct procs *p, int pid, const char *path, uint64_t offset)
+{
+	struct bpf_link *l;
+
+	if (p->nlinks == p->caplinks) {
+		size_t ncap = p->caplinks ? p->caplinks * 2 : 16;
+		struct bpf_link **n = realloc(p->links, ncap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		p->links = n;
+		p->caplinks = ncap;
+	}
+	l = bpf_program__attach_uprobe(p->skel->progs.on_dl_debug_state, false, pid, path, (size_t)offset);
+	if (!l)
+		return -errno;
+	p->links[p->nlinks++] = l;
 	return 0;
 }
 
@@ -156,6 +206,8 @@ void procs__free(struct procs *p)
 		kill(p->child, SIGKILL);
 		waitpid(p->child, NULL, 0);
 	}
+	links__destroy_all(p->links, p->nlinks);
+	free(p->links);
 	ring_buffer__free(p->rb);
 	procs_bpf__destroy(p->skel);
 	free(p->ents);
@@ -239,6 +291,12 @@ int procs__spawn(struct procs *p, char **argv)
 	err = set_target(p, pid);
 	if (err)
 		return err;
+	{
+		__u32 key = (__u32)pid, one = 1;
+
+		/* Ours to hold: stopped at exec and at loads until its objects are probed. */
+		bpf_map_update_elem(bpf_map__fd(p->skel->maps.pause_pids), &key, &one, BPF_ANY);
+	}
 	if (!add_ent(p, pid, true))
 		return -ENOMEM;
 	return 0;
@@ -382,4 +440,19 @@ int procs__num_live(const struct procs *p)
 unsigned long long procs__lost_events(const struct procs *p)
 {
 	return p->skel->bss->lost_events;
+}
+
+int procs__live_pids(const struct procs *p, int *out, int max)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < p->len && n < max; i++)
+		if (p->ents[i].alive)
+			out[n++] = p->ents[i].pid;
+	return n;
+}
+
+int procs__add_ringbuf(struct procs *p, int map_fd, int (*cb)(void *ctx, void *data, size_t len), void *ctx)
+{
+	return ring_buffer__add(p->rb, map_fd, cb, ctx);
 }

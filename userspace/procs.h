@@ -6,6 +6,7 @@
 #define GPUBPF_PROCS_USER_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "../bpf/procs.h"
@@ -42,6 +43,19 @@ int procs__refresh(struct procs *p);
 
 /* A pid seen in samples (for -a): track it if new. */
 void procs__note_pid(struct procs *p, int pid);
+
+/* Up to MAX live target pids into OUT; returns how many. */
+int procs__live_pids(const struct procs *p, int *out, int max);
+
+/* Poll another BPF ring buffer together with the lifecycle events. 0 or negative errno. */
+int procs__add_ringbuf(struct procs *p, int map_fd, int (*cb)(void *ctx, void *data, size_t len), void *ctx);
+
+/* Call CB(ctx, pid) when a target's mappings may have changed: a fork, an exec, a load
+ * by the dynamic linker. A process gpubpf started is held stopped during the call. */
+void procs__set_on_change(struct procs *p, void (*cb)(void *ctx, int pid), void *ctx);
+
+/* Probe the dynamic linker's _dl_debug_state at OFFSET in PATH for PID (-1: all). */
+int procs__attach_dl_state(struct procs *p, int pid, const char *path, uint64_t offset);
 
 /* Counters for the status line. */
 int procs__num_live(const struct procs *p);

@@ -92,6 +92,14 @@ int profile__add_sample(struct profile *p, int pid, int tid, const struct prof_f
  * often as you like (e.g. at every drain while targets live, and once before writing). */
 int profile__symbolize(struct profile *p, struct syms *s);
 
+/* profile__symbolize with another resolver (tests, replayed symbols): resolve is called
+ * for every USER or KERNEL location that is not yet symbolized, or whose last result was
+ * not resolved (at most 4 calls per location in all), and fills *out like syms__resolve_user (strings need only live until it
+ * returns: the model copies them). A negative return leaves the location as it was;
+ * -ENOMEM stops the walk and is returned. */
+typedef int (*profile_resolve_fn)(void *ctx, const struct prof_location *loc, struct sym_result *out);
+int profile__symbolize_with(struct profile *p, profile_resolve_fn resolve, void *ctx);
+
 /* Read access for writers. Indices are 0..n-1; location ids are 1..N. */
 size_t profile__num_samples(const struct profile *p);
 const struct prof_sample *profile__sample(const struct profile *p, size_t idx);
@@ -100,5 +108,8 @@ const struct prof_location *profile__location(const struct profile *p, uint32_t 
 
 /* Sum of one type's values over all samples (for summaries and tests). */
 int64_t profile__total(const struct profile *p, int type_idx);
+
+/* Bytes of heap the model holds (tables, arrays and copied strings), for the governor. */
+size_t profile__mem_bytes(const struct profile *p);
 
 #endif /* GPUBPF_PROFILE_H */

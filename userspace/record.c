@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "cpu.h"
+#include "cuda.h"
 #include "folded.h"
 #include "log.h"
 #include "outfile.h"
@@ -45,6 +46,18 @@ static void install_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
+/* The symbolizer keeps every object it reads open (so exited processes still resolve),
+ * and -a reads many: allow as many descriptors as the hard limit does. */
+static void raise_fd_limit(void)
+{
+	struct rlimit r;
+
+	if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+		r.rlim_cur = r.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &r);
+	}
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -74,7 +87,7 @@ static int write_cb(void *ctx, FILE *f)
 	return pprof__write(w->s->prof, f);
 }
 
-static void add_comments(struct session *s, const struct cpu_stats *st, double secs)
+static void add_comments(struct session *s, const struct cpu_stats *st, const struct cuda_stats *cs, double secs)
 {
 	const struct record_opts *o = s->opts;
 	char cmd[1024];
@@ -95,6 +108,14 @@ static void add_comments(struct session *s, const struct cpu_stats *st, double s
 	profile__add_comment(s->prof, "cpu: %llu samples, %llu stacks lost, %llu samples dropped, %llu truncated",
 			     (unsigned long long)st->samples, (unsigned long long)st->lost_stacks,
 			     (unsigned long long)st->dropped, (unsigned long long)s->truncated_stacks);
+	if (cs->objects)
+		profile__add_comment(s->prof,
+				     "cuda: exact counts; %llu calls traced by %d probes in %d objects, %llu dropped, "
+				     "%llu stacks lost, %llu name events lost",
+				     (unsigned long long)cs->calls, cs->probes, cs->objects, (unsigned long long)cs->dropped,
+				     (unsigned long long)cs->lost_stacks, (unsigned long long)cs->lost_events);
+	else
+		profile__add_comment(s->prof, "cuda: no CUDA runtime or driver entry points found in the targets");
 }
 
 static int setup_profile(struct session *s)
@@ -104,7 +125,14 @@ static int setup_profile(struct session *s)
 		return -errno;
 	s->t_samples = profile__add_type(s->prof, "samples", "count");
 	s->t_cpu_ns = profile__add_type(s->prof, "cpu", "nanoseconds");
-	if (s->t_samples < 0 || s->t_cpu_ns < 0)
+	s->t_cuda_calls = profile__add_type(s->prof, "cuda_calls", "count");
+	s->t_cuda_launches = profile__add_type(s->prof, "cuda_launches", "count");
+	s->t_cuda_memcpy = profile__add_type(s->prof, "cuda_memcpy", "bytes");
+	s->t_cuda_sync_ns = profile__add_type(s->prof, "cuda_sync_wait", "nanoseconds");
+	s->t_gpu_alloc = profile__add_type(s->prof, "gpu_alloc", "bytes");
+	s->t_gpu_inuse = profile__add_type(s->prof, "gpu_inuse", "bytes");
+	if (s->t_samples < 0 || s->t_cpu_ns < 0 || s->t_cuda_calls < 0 || s->t_cuda_launches < 0 ||
+	    s->t_cuda_memcpy < 0 || s->t_cuda_sync_ns < 0 || s->t_gpu_alloc < 0 || s->t_gpu_inuse < 0)
 		return -EINVAL;
 	s->period_ns = 1000000000LL / s->opts->freq;
 	return profile__set_period(s->prof, "cpu", "nanoseconds", s->period_ns);
@@ -128,7 +156,9 @@ int record__main(int argc, char **argv)
 	struct record_opts o;
 	struct session s = {.comms_fd = -1};
 	struct cpu_sampler *cpu = NULL;
+	struct cuda_tracer *cuda = NULL;
 	struct cpu_stats st = {0};
+	struct cuda_stats cs = {0};
 	struct status status;
 	struct write_ctx w = {.s = &s};
 	double start, next_tick, elapsed;
@@ -166,6 +196,7 @@ int record__main(int argc, char **argv)
 	}
 
 	install_signals();
+	raise_fd_limit();
 	s.syms = syms__new();
 	if (!s.syms) {
 		err = -errno;
@@ -204,6 +235,12 @@ int record__main(int argc, char **argv)
 		err = -errno;
 		goto cleanup;
 	}
+	cuda = cuda__new(&s, procs__targets_fd(s.procs), s.comms_fd);
+	if (!cuda) {
+		err = -errno;
+		goto cleanup;
+	}
+	cuda__scan(cuda);
 	/* Probes are in place: let the command run. */
 	if (o.command) {
 		err = procs__release(s.procs);
@@ -229,6 +266,8 @@ int record__main(int argc, char **argv)
 		if (t >= next_tick) {
 			next_tick = t + 1.0;
 			err = cpu__drain(cpu, false);
+			if (!err)
+				err = cuda__drain(cuda, false);
 			if (err) {
 				pr_err("cannot read samples: %s", strerror(-err));
 				goto cleanup;
@@ -239,6 +278,8 @@ int record__main(int argc, char **argv)
 			}
 			if (o.all)
 				procs__refresh(s.procs);
+			/* Objects mapped since the last look (a dlopen'd libcudart) get probes. */
+			cuda__scan(cuda);
 			/* Resolve while the targets live: exited processes keep their names. */
 			profile__symbolize(s.prof, s.syms);
 			cpu__stats(cpu, &st);
@@ -260,14 +301,21 @@ int record__main(int argc, char **argv)
 		pr_debug("every target exited");
 
 	err = cpu__drain(cpu, true);
+	if (!err)
+		err = cuda__drain(cuda, true);
+	if (!err)
+		err = cuda__finish(cuda);
 	if (err) {
 		pr_err("cannot read samples: %s", strerror(-err));
 		goto cleanup;
 	}
 	cpu__stats(cpu, &st);
+	cuda__stats(cuda, &cs);
 	/* Detach before symbolizing and writing: the target runs on unprofiled. */
 	cpu__free(cpu);
 	cpu = NULL;
+	cuda__free(cuda);
+	cuda = NULL;
 	if (stop_signals < 2)
 		profile__symbolize(s.prof, s.syms);
 	{
@@ -276,7 +324,7 @@ int record__main(int argc, char **argv)
 		profile__time(s.prof, &t0, &d);
 		profile__set_time(s.prof, t0, (int64_t)(elapsed * 1e9));
 	}
-	add_comments(&s, &st, elapsed);
+	add_comments(&s, &st, &cs, elapsed);
 
 	err = outfile__write(o.output, write_cb, &w);
 	if (err) {
@@ -288,6 +336,8 @@ int record__main(int argc, char **argv)
 	if (st.lost_stacks || st.dropped)
 		fprintf(stderr, ", %llu stacks lost, %llu samples dropped", (unsigned long long)st.lost_stacks,
 			(unsigned long long)st.dropped);
+	if (cs.objects)
+		fprintf(stderr, ", %llu CUDA calls", (unsigned long long)cs.calls);
 	if (procs__lost_events(s.procs))
 		fprintf(stderr, ", %llu process events lost", procs__lost_events(s.procs));
 	fputc('\n', stderr);
@@ -306,6 +356,7 @@ int record__main(int argc, char **argv)
 	}
 	err = 0;
 cleanup:
+	cuda__free(cuda);
 	cpu__free(cpu);
 	procs__free(s.procs);
 	profile__free(s.prof);

@@ -22,6 +22,12 @@ struct session {
 	int comms_fd;    /* BPF map tid -> struct gpubpf_comm */
 	int t_samples;   /* sample type indices in prof */
 	int t_cpu_ns;
+	int t_cuda_calls;
+	int t_cuda_launches;
+	int t_cuda_memcpy;
+	int t_cuda_sync_ns;
+	int t_gpu_alloc;
+	int t_gpu_inuse;
 	int64_t period_ns;
 	uint64_t truncated_stacks; /* stacks that hit STACKS_MAX_DEPTH */
 };

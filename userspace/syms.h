@@ -44,6 +44,12 @@ struct sym_result {
 struct syms *syms__new(void);
 void syms__free(struct syms *s); /* accepts NULL */
 
+/* Colon-separated directories searched for separate debug files (".build-id/xx/rest.debug"
+ * and .gnu_debuglink names), each first inside the target's root, then on the host.
+ * Replaces the default "/usr/lib/debug"; affects objects opened after the call.
+ * Returns 0 or a negative errno. */
+int syms__set_debug_dirs(struct syms *s, const char *dirs);
+
 /* Snapshot /proc/PID/maps and open every executable file-backed object it maps (through
  * /proc/PID/root), so later lookups work after the process exits. Cheap when nothing
  * changed since the last call; call again after dlopen to pick up new objects.

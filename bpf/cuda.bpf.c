@@ -1,0 +1,365 @@
+// SPDX-License-Identifier: GPL-2.0
+/* CUDA host-side tracing: uprobes on runtime and driver entry points. Counts, bytes and
+ * wait times are aggregated in the kernel per (thread, stack, function, kernel, stream);
+ * the ring buffer carries only rare events (kernel names learned from the driver).
+ *
+ * One entry program and one return program serve every function: the attach cookie
+ * (CUDA_COOKIE) says which function it is and how to decode its arguments. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#define EFAULT 14
+#define ENOMEM 12
+#include "targets.bpf.h"
+#include "stacks.bpf.h"
+#include "cuda_abi.h"
+#include "cuda.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct cuda_counts {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384); /* resized by userspace before load */
+	__type(key, struct cuda_key);
+	__type(value, struct cuda_val);
+};
+struct cuda_counts ccounts0 SEC(".maps");
+struct cuda_counts ccounts1 SEC(".maps");
+
+/* Allocation stacks outlive the double buffer: a live allocation is reported under its
+ * stack at the end of the recording. Allocations are rare, so this map stays small. */
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 8192);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, STACKS_MAX_DEPTH * sizeof(__u64));
+} alloc_stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct cuda_alloc_key);
+	__type(value, struct cuda_alloc_val);
+} live_allocs SEC(".maps");
+
+/* The outermost runtime call a thread is in (sp and return slot): a driver call made
+ * from inside it is the same user call and is not counted again. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct cuda_abi_frame);
+} rt_frames SEC(".maps");
+
+/* A call with a return probe (syncs, allocations, name lookups), from entry to return. */
+struct pending {
+	__u64 cookie;
+	__u64 ts;
+	__u64 out;  /* out-pointer argument */
+	__u64 arg;  /* size, hostFun, CUkernel */
+	__u64 name; /* user pointer to a kernel name */
+	__u64 caller;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct pending);
+} pendings SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} cuda_events SEC(".maps");
+
+/* Counted calls whose aggregation entry could not be created, and lost name events. */
+__u64 dropped_calls = 0;
+__u64 lost_events = 0;
+
+/* Runtime errors that only say "no GPU or driver here" (cudaErrorInsufficientDriver,
+ * cudaErrorNoDevice, CUDA_ERROR_STUB_LIBRARY, CUDA_ERROR_NO_DEVICE): the call is still the
+ * program's intent, so allocations that fail this way are counted. Any other error (an
+ * out-of-memory retry) allocated nothing. */
+static __always_inline bool call_counts(int rc)
+{
+	return rc == 0 || rc == 35 || rc == 100 || rc == 34;
+}
+
+static __always_inline void account(struct cuda_key *key, __u64 bytes, __u64 wait_ns)
+{
+	void *counts = (buf_active & 1) ? (void *)&ccounts1 : (void *)&ccounts0;
+	struct cuda_val *v, init = {};
+
+	v = bpf_map_lookup_elem(counts, key);
+	if (!v) {
+		bpf_map_update_elem(counts, key, &init, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(counts, key);
+		if (!v) {
+			__sync_fetch_and_add(&dropped_calls, 1);
+			stat_inc(STAT_MAP_FULL);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&v->calls, 1);
+	if (bytes)
+		__sync_fetch_and_add(&v->bytes, bytes);
+	if (wait_ns)
+		__sync_fetch_and_add(&v->wait_ns, wait_ns);
+	stat_inc(STAT_SAMPLES);
+}
+
+/* True when this call runs inside a traced runtime call of the same thread (the runtime
+ * calling the driver, or one runtime entry point another): count the outer one only.
+ * A runtime call that is not nested becomes the thread's outer frame. */
+static __always_inline bool nested_call(struct pt_regs *ctx, __u32 tid, bool runtime)
+{
+	struct cuda_abi_frame *outer = bpf_map_lookup_elem(&rt_frames, &tid);
+	struct cuda_abi_frame f;
+
+	if (outer && cuda_abi_frame_active(ctx, outer))
+		return true;
+	if (runtime) {
+		cuda_abi_frame_enter(ctx, &f);
+		bpf_map_update_elem(&rt_frames, &tid, &f, BPF_ANY);
+	}
+	return false;
+}
+
+static __always_inline void emit_event(__u32 type, __u32 tgid, __u64 handle, __u64 other, const char *name)
+{
+	struct cuda_event *e = bpf_ringbuf_reserve(&cuda_events, sizeof(*e), 0);
+
+	if (!e) {
+		__sync_fetch_and_add(&lost_events, 1);
+		return;
+	}
+	e->type = type;
+	e->tgid = tgid;
+	e->handle = handle;
+	e->other = other;
+	e->name[0] = '\0';
+	if (name)
+		bpf_probe_read_user_str(e->name, sizeof(e->name), name);
+	bpf_ringbuf_submit(e, 0);
+}
+
+static __always_inline int enter(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), cookie = bpf_get_attach_cookie(ctx);
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	__u32 cls = CUDA_COOKIE_CLASS(cookie), async = CUDA_COOKIE_ASYNC(cookie);
+	struct cuda_key key = {};
+	struct cuda_abi_launch l = {};
+	struct pending pend = {};
+	__u64 bytes = 0;
+
+	if (!is_target(tgid))
+		return 0;
+	if (nested_call(ctx, tid, CUDA_COOKIE_RUNTIME(cookie)))
+		return 0;
+
+	key.tgid = tgid;
+	key.tid = tid;
+	key.api = CUDA_COOKIE_IDX(cookie);
+	key.caller = cuda_abi_ret_addr(ctx);
+
+	switch (cls) {
+	case CC_RT_LAUNCH:
+		cuda_abi_runtime_launch(ctx, &l);
+		key.object = l.func;
+		key.stream = l.stream;
+		break;
+	case CC_RT_LAUNCH_EX:
+		cuda_abi_runtime_launch_ex(ctx, &l);
+		key.object = l.func;
+		key.stream = l.stream;
+		break;
+	case CC_DRV_LAUNCH:
+		cuda_abi_driver_launch(ctx, &l);
+		key.object = l.func;
+		key.stream = l.stream;
+		break;
+	case CC_DRV_LAUNCH_EX:
+		cuda_abi_driver_launch_ex(ctx, &l);
+		key.object = l.func;
+		key.stream = l.stream;
+		break;
+	case CC_GRAPH:
+		key.object = CUDA_ABI_GRAPH_EXEC(ctx);
+		key.stream = CUDA_ABI_GRAPH_STREAM(ctx);
+		break;
+	case CC_RT_MEMCPY:
+		bytes = CUDA_ABI_MEMCPY_BYTES(ctx);
+		key.dir = CUDA_ABI_MEMCPY_KIND(ctx);
+		if (key.dir > CUDA_DIR_DEFAULT)
+			key.dir = CUDA_DIR_DEFAULT;
+		if (async)
+			key.stream = CUDA_ABI_MEMCPY_ASYNC_STREAM(ctx);
+		break;
+	case CC_RT_MEMCPY2D:
+		bytes = CUDA_ABI_MEMCPY2D_BYTES(ctx);
+		key.dir = CUDA_ABI_MEMCPY2D_KIND(ctx);
+		if (key.dir > CUDA_DIR_DEFAULT)
+			key.dir = CUDA_DIR_DEFAULT;
+		if (async)
+			key.stream = CUDA_ABI_MEMCPY2D_ASYNC_STREAM(ctx);
+		break;
+	case CC_RT_MEMCPY_PEER:
+		bytes = CUDA_ABI_MEMCPY_PEER_BYTES(ctx);
+		key.dir = CUDA_DIR_DTOD;
+		if (async)
+			key.stream = CUDA_ABI_MEMCPY_PEER_ASYNC_STREAM(ctx);
+		break;
+	case CC_RT_MEMSET:
+		bytes = CUDA_ABI_MEMSET_BYTES(ctx);
+		key.dir = CUDA_DIR_MEMSET;
+		if (async)
+			key.stream = CUDA_ABI_MEMSET_ASYNC_STREAM(ctx);
+		break;
+	case CC_DRV_MEMCPY:
+		bytes = CUDA_ABI_CU_MEMCPY_BYTES(ctx);
+		key.dir = CUDA_COOKIE_DIR(cookie);
+		if (async)
+			key.stream = CUDA_ABI_CU_MEMCPY_ASYNC_STREAM(ctx);
+		break;
+	case CC_DRV_MEMCPY_PEER:
+		bytes = CUDA_ABI_CU_MEMCPY_PEER_BYTES(ctx);
+		key.dir = CUDA_DIR_DTOD;
+		if (async)
+			key.stream = CUDA_ABI_CU_MEMCPY_PEER_ASYNC_STREAM(ctx);
+		break;
+	case CC_DRV_MEMSET:
+		bytes = CUDA_ABI_CU_MEMSET_BYTES(ctx, CUDA_COOKIE_ELEM(cookie));
+		key.dir = CUDA_DIR_MEMSET;
+		if (async)
+			key.stream = CUDA_ABI_CU_MEMSET_ASYNC_STREAM(ctx);
+		break;
+	case CC_FREE: {
+		struct cuda_alloc_key ak = {.tgid = tgid, .ptr = CUDA_ABI_FREE_PTR(ctx)};
+
+		bpf_map_delete_elem(&live_allocs, &ak);
+		break;
+	}
+	case CC_SYNC:
+	case CC_ALLOC:
+	case CC_NAME_MODULE:
+	case CC_NAME_KERNEL_FN:
+	case CC_NAME_RT_KERNEL:
+		/* Finished at return (cuda_exit). */
+		pend.cookie = cookie;
+		pend.ts = bpf_ktime_get_ns();
+		pend.out = PT_REGS_PARM1(ctx);
+		pend.arg = PT_REGS_PARM2(ctx);
+		pend.name = PT_REGS_PARM3(ctx);
+		pend.caller = key.caller;
+		bpf_map_update_elem(&pendings, &tid, &pend, BPF_ANY);
+		return 0;
+	default:
+		return 0;
+	}
+	key.ustack = capture_ustack(ctx, buf_active & 1);
+	record_comm(tgid, tid);
+	account(&key, bytes, 0);
+	return 0;
+}
+
+static __always_inline int leave(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), cookie = bpf_get_attach_cookie(ctx);
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	struct cuda_key key = {};
+	struct pending *pend;
+	__u64 handle = 0, now;
+	int rc = (int)PT_REGS_RC(ctx); /* a CUresult/cudaError_t: 32 bits, the rest is garbage */
+
+	if (!is_target(tgid))
+		return 0;
+	pend = bpf_map_lookup_elem(&pendings, &tid);
+	/* Not ours: a nested call whose entry was skipped, or a pending record of another function. */
+	if (!pend || pend->cookie != cookie)
+		return 0;
+	now = bpf_ktime_get_ns();
+
+	key.tgid = tgid;
+	key.tid = tid;
+	key.api = CUDA_COOKIE_IDX(cookie);
+
+	switch (CUDA_COOKIE_CLASS(cookie)) {
+	case CC_SYNC:
+		/* At return the frame walk starts in the caller: no separate caller frame. */
+		key.ustack = capture_ustack(ctx, buf_active & 1);
+		record_comm(tgid, tid);
+		account(&key, 0, now - pend->ts);
+		break;
+	case CC_ALLOC: {
+		struct cuda_alloc_key ak = {.tgid = tgid};
+		struct cuda_alloc_val av = {};
+		long id;
+
+		if (!call_counts(rc))
+			break;
+		bpf_probe_read_user(&ak.ptr, sizeof(ak.ptr), (void *)pend->out);
+		id = bpf_get_stackid(ctx, &alloc_stacks, BPF_F_USER_STACK);
+		if (id < 0)
+			stat_inc(id == -ENOMEM ? STAT_STACK_FULL : STAT_USTACK_LOST);
+		key.ustack = id < 0 ? -1 : (__s32)id;
+		key.flags = CUDA_KEY_ALLOC_STACK;
+		record_comm(tgid, tid);
+		account(&key, pend->arg, 0);
+		av.size = pend->arg;
+		av.key = key;
+		if (ak.ptr)
+			bpf_map_update_elem(&live_allocs, &ak, &av, BPF_ANY);
+		break;
+	}
+	case CC_NAME_MODULE:
+		if (rc != 0 && rc != 34)
+			break;
+		bpf_probe_read_user(&handle, sizeof(handle), (void *)pend->out);
+		if (handle)
+			emit_event(CUDA_EV_FUNC_NAME, tgid, handle, 0, (const char *)pend->name);
+		break;
+	case CC_NAME_KERNEL_FN:
+		bpf_probe_read_user(&handle, sizeof(handle), (void *)pend->out);
+		if (handle)
+			emit_event(CUDA_EV_KERNEL_FUNC, tgid, handle, pend->arg, NULL);
+		break;
+	case CC_NAME_RT_KERNEL:
+		bpf_probe_read_user(&handle, sizeof(handle), (void *)pend->out);
+		if (handle)
+			emit_event(CUDA_EV_RT_KERNEL, tgid, handle, pend->arg, NULL);
+		break;
+	}
+	bpf_map_delete_elem(&pendings, &tid);
+	return 0;
+}
+
+/* Two flavours of the same programs: attached through uprobe_multi links where the kernel
+ * has them (one link per object, detached in one grace period), else one perf uprobe per
+ * function. Userspace loads one flavour only. */
+SEC("uprobe")
+int cuda_enter(struct pt_regs *ctx)
+{
+	return enter(ctx);
+}
+
+SEC("uretprobe")
+int cuda_exit(struct pt_regs *ctx)
+{
+	return leave(ctx);
+}
+
+SEC("uprobe")
+int cuda_enter_multi(struct pt_regs *ctx)
+{
+	return enter(ctx);
+}
+
+SEC("uprobe")
+int cuda_exit_multi(struct pt_regs *ctx)
+{
+	return leave(ctx);
+}

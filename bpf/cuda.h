@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared between bpf/cuda.bpf.c and userspace/cuda.c. __u32/__u64 only. */
+#ifndef GPUBPF_CUDA_H
+#define GPUBPF_CUDA_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h> /* BPF code gets these from vmlinux.h */
+#endif
+
+/* How a probed function's arguments are decoded (bpf/cuda_abi.h has the placements). */
+enum cuda_class {
+	CC_RT_LAUNCH = 1,     /* cudaLaunchKernel, cudaLaunchCooperativeKernel (+_ptsz) */
+	CC_RT_LAUNCH_EX,      /* cudaLaunchKernelExC (+_ptsz) */
+	CC_DRV_LAUNCH,        /* cuLaunchKernel, cuLaunchCooperativeKernel (+_ptsz) */
+	CC_DRV_LAUNCH_EX,     /* cuLaunchKernelEx (+_ptsz) */
+	CC_GRAPH,             /* cudaGraphLaunch, cuGraphLaunch (+_ptsz) */
+	CC_RT_MEMCPY,         /* (dst, src, count, kind[, stream]) */
+	CC_RT_MEMCPY2D,       /* (dst, dpitch, src, spitch, width, height, kind[, stream]) */
+	CC_RT_MEMCPY_PEER,    /* (dst, dstDev, src, srcDev, count[, stream]) */
+	CC_RT_MEMSET,         /* (ptr, value, count[, stream]) */
+	CC_DRV_MEMCPY,        /* (dst, src, bytes[, stream]), direction from the name */
+	CC_DRV_MEMCPY_PEER,   /* (dst, dstCtx, src, srcCtx, bytes[, stream]) */
+	CC_DRV_MEMSET,        /* (dst, value, N[, stream]), N elements of elem size */
+	CC_SYNC,              /* entry + return: wait time */
+	CC_ALLOC,             /* entry + return: (void **out, size[, ...]) */
+	CC_FREE,              /* (ptr[, stream]) */
+	CC_NAME_MODULE,       /* cuModuleGetFunction / cuLibraryGetKernel (out, mod, name): learn a name */
+	CC_NAME_KERNEL_FN,    /* cuKernelGetFunction (out CUfunction, CUkernel) */
+	CC_NAME_RT_KERNEL,    /* __cudaGetKernel (out cudaKernel_t, hostFun) */
+};
+
+/* The attach cookie: which function (index into userspace's table) and how to decode it. */
+#define CUDA_COOKIE(idx, cls, dir, elem, async, runtime)                                                               \
+	((__u64)(idx) | ((__u64)(cls) << 16) | ((__u64)(dir) << 24) | ((__u64)(elem) << 28) |                          \
+	 ((__u64)(async) << 32) | ((__u64)(runtime) << 33))
+#define CUDA_COOKIE_IDX(c) ((__u32)((c)&0xffff))
+#define CUDA_COOKIE_CLASS(c) ((__u32)(((c) >> 16) & 0xff))
+#define CUDA_COOKIE_DIR(c) ((__u32)(((c) >> 24) & 0xf))
+#define CUDA_COOKIE_ELEM(c) ((__u32)(((c) >> 28) & 0xf))
+#define CUDA_COOKIE_ASYNC(c) ((__u32)(((c) >> 32) & 1))
+#define CUDA_COOKIE_RUNTIME(c) ((__u32)(((c) >> 33) & 1))
+
+/* Memcpy directions, as cudaMemcpyKind; 5 = memset. */
+#define CUDA_DIR_HTOH 0
+#define CUDA_DIR_HTOD 1
+#define CUDA_DIR_DTOH 2
+#define CUDA_DIR_DTOD 3
+#define CUDA_DIR_DEFAULT 4
+#define CUDA_DIR_MEMSET 5
+
+#define CUDA_KEY_ALLOC_STACK 1 /* ustack is an id in alloc_stacks, not the double buffer */
+
+struct cuda_key {
+	__u32 tgid;
+	__u32 tid;
+	__s32 ustack;
+	__u32 api;    /* index into userspace's function table */
+	__u32 flags;  /* CUDA_KEY_* */
+	__u32 dir;    /* copies: CUDA_DIR_* */
+	__u64 caller; /* [rsp] at an entry probe: the direct caller the frame walk misses; 0 at return probes */
+	__u64 object; /* launches: the function pointer, cudaKernel_t or CUfunction */
+	__u64 stream;
+};
+
+struct cuda_val {
+	__u64 calls;
+	__u64 bytes;   /* copies and sets: bytes; allocations: bytes requested */
+	__u64 wait_ns; /* sync calls: wall time inside the call */
+};
+
+/* A live allocation: where it came from, for gpu_inuse at the end. */
+struct cuda_alloc_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 ptr;
+};
+
+struct cuda_alloc_val {
+	__u64 size;
+	struct cuda_key key;
+};
+
+enum cuda_event_type {
+	CUDA_EV_FUNC_NAME = 1,   /* handle (CUfunction or CUkernel) is called name */
+	CUDA_EV_KERNEL_FUNC = 2, /* CUfunction handle belongs to CUkernel other */
+	CUDA_EV_RT_KERNEL = 3,   /* cudaKernel_t handle belongs to host function other */
+};
+
+#define CUDA_NAME_MAX 192
+
+struct cuda_event {
+	__u32 type;
+	__u32 tgid;
+	__u64 handle;
+	__u64 other;
+	char name[CUDA_NAME_MAX];
+};
+
+#endif /* GPUBPF_CUDA_H */

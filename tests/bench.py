@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""make bench: overhead of gpubpf, measured side by side in one run.
+
+Each benchmark alternates runs of a fixed-work workload alone and under gpubpf and
+reports the median wall time of each and their ratio. gpubpf's own CPU time and peak
+RSS over a long recording are read with getrusage of the gpubpf child.
+"""
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD = os.environ.get("BUILD", "build")
+G = os.path.join(BUILD, "gpubpf")
+WL = os.path.join(BUILD, "workloads")
+RUNS = int(os.environ.get("BENCH_RUNS", "7"))
+results = []
+
+
+def wall(cmd):
+    t0 = time.monotonic()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return time.monotonic() - t0
+
+
+def side_by_side(name, workload, record_args, target):
+    """Alternate: workload alone, workload under `gpubpf record ARGS -- workload`."""
+    alone, under = [], []
+    out = tempfile.mktemp(suffix=".pb.gz")
+    for i in range(RUNS):
+        alone.append(wall(workload))
+        under.append(wall([G, "record", *record_args, "-o", out, "--", *workload]))
+    os.unlink(out)
+    ratio = statistics.median(under) / statistics.median(alone)
+    line = (f"{name}: alone {statistics.median(alone):.3f} s, with gpubpf {statistics.median(under):.3f} s, "
+            f"ratio {ratio:.4f} (target <= {target}; median of {RUNS} alternating runs)")
+    print(line, flush=True)
+    results.append(line)
+
+
+def own_cost(name, workload, secs):
+    """gpubpf's CPU time (percent of one core) and peak RSS over a recording of SECS."""
+    wl = subprocess.Popen(workload, stdout=subprocess.DEVNULL)
+    out = tempfile.mktemp(suffix=".pb.gz")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    subprocess.run([G, "record", "-p", str(wl.pid), "-d", str(secs), "-o", out], check=True,
+                   stderr=subprocess.DEVNULL)
+    elapsed = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wl.kill()
+    wl.wait()
+    os.unlink(out)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    line = (f"{name}: gpubpf CPU {100 * cpu / elapsed:.2f}% of one core over {elapsed:.1f} s, "
+            f"peak RSS {after.ru_maxrss / 1024:.1f} MiB")
+    print(line, flush=True)
+    results.append(line)
+
+
+def main():
+    if os.geteuid() != 0:
+        sys.exit("make bench needs root (gpubpf records with BPF)")
+    which = sys.argv[1:] or ["cpu"]
+    print(f"gpubpf bench on {os.uname().release}, {os.cpu_count()} CPUs", flush=True)
+    if "cpu" in which:
+        side_by_side("cpu-bound, -F 99", [os.path.join(WL, "cpu_fixed"), "4000"], ["-F", "99"], 1.01)
+        own_cost("cpu-bound recording", [os.path.join(WL, "cpu_ratio"), "1000"], int(os.environ.get("BENCH_SECS", "30")))
+    extra = os.path.join(os.path.dirname(__file__), "bench_cuda.py")
+    if os.path.exists(extra) and "cuda" in which:
+        subprocess.run([sys.executable, extra], check=True)
+
+
+main()

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Build each libFuzzer harness (tests/fuzz/fuzz_NAME.c + the parser it exercises) with
+# ASan+UBSan and run it for a bounded number of inputs from a small seed corpus.
+# Prints "PASS fuzz:NAME" or "FAIL fuzz:NAME: reason" per harness.
+#   tests/fuzz/run.sh [RUNS]     (default 200000; FUZZ_RUNS also works)
+set -u
+cd "$(dirname "$0")/../.."
+RUNS=${1:-${FUZZ_RUNS:-200000}}
+CLANG=${CLANG:-clang}
+BUILD=${BUILD:-build}
+out=$BUILD/fuzz
+mkdir -p "$out"
+rc=0
+
+# harness -> the userspace sources it links
+declare -A SRCS=(
+	[procmaps]="userspace/procmaps.c"
+	[perfmap]="userspace/perfmap.c"
+	[kallsyms]="userspace/kallsyms.c"
+	[demangle]="userspace/demangle.c"
+)
+
+seed() { # name dir
+	case $1 in
+	procmaps)
+		printf '55d0c2a00000-55d0c2a21000 r-xp 00002000 08:01 1234567      /usr/bin/cat\n' >"$2/a"
+		printf '7f0000000000-7f0000001000 r-xp 00000000 fd:02 99 /tmp/lib foo.so (deleted)\n7ffd1a9f1000-7ffd1a9f3000 r-xp 00000000 00:00 0    [vdso]\n' >"$2/b"
+		printf '7f0000000000-7f0000010000 rw-p 00000000 00:00 0\n' >"$2/c"
+		;;
+	perfmap)
+		printf '7f1234000 40 foo\n0x10 0x20 Interpreted: a b c \r\n' >"$2/a"
+		;;
+	kallsyms)
+		printf 'ffffffff81000000 T _stext\n0000000000001000 t alpha\n0000000000005000 t mod_fn\t[nvidia]\n' >"$2/a"
+		;;
+	demangle)
+		printf 'void (anonymous namespace)::f<int>(int)' >"$2/a"
+		printf 'std::vector<int, std::allocator<int> >::size() const' >"$2/b"
+		printf 'bool operator< <int>(int, int)' >"$2/c"
+		;;
+	esac
+}
+
+if ! command -v "$CLANG" >/dev/null 2>&1; then
+	for name in "${!SRCS[@]}"; do
+		echo "SKIP fuzz:$name: $CLANG not installed"
+	done
+	exit 0
+fi
+
+for name in procmaps perfmap kallsyms demangle; do
+	bin=$out/fuzz_$name
+	log=$out/fuzz_$name.log
+	if ! "$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Iuserspace \
+		"tests/fuzz/fuzz_$name.c" ${SRCS[$name]} -o "$bin" >"$log" 2>&1; then
+		echo "FAIL fuzz:$name: build failed ($(grep -m1 -E 'error' "$log" || tail -n1 "$log"))"
+		rc=1
+		continue
+	fi
+	corpus=$(mktemp -d "${TMPDIR:-/tmp}/gpubpf-fuzz-$name.XXXXXX")
+	seed "$name" "$corpus"
+	if timeout 300 "$bin" -runs="$RUNS" -max_total_time="${FUZZ_MAX_SECONDS:-60}" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
+		-artifact_prefix="$out/crash-$name-" "$corpus" >>"$log" 2>&1; then
+		echo "PASS fuzz:$name"
+	else
+		why=$(grep -m1 -E 'ERROR: |runtime error|deadly signal|Timeout|out-of-memory' "$log")
+		echo "FAIL fuzz:$name: ${why:-exit status $?} (log: $log)"
+		rc=1
+	fi
+	rm -rf "$corpus"
+done
+exit $rc

@@ -1,0 +1,559 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "cuda.h"
+#include "cuda.skel.h"
+#include "cuda_api.h"
+#include "demangle.h"
+#include "elfsym.h"
+#include "hmap.h"
+#include "links.h"
+#include "log.h"
+#include "procmaps.h"
+#include "procroot.h"
+#include "procs.h"
+#include "stacks.h"
+#include "umulti.h"
+
+#define MAX_SCAN_PIDS 4096
+#define MAPS_MAX_BYTES (64u << 20) /* a target's maps file is untrusted: bound it */
+
+struct cuda_tracer {
+	struct session *s;
+	struct cuda_bpf *skel;
+	struct bpf_link **links;
+	size_t nlinks, caplinks;
+	bool multi;     /* uprobe_multi links (fds in mfds) rather than single uprobes */
+	int *mfds;
+	size_t nmfds, capmfds;
+	int probes;
+	struct hmap scanned;   /* (attach pid or 0, dev, inode) -> 1 */
+	struct hmap names;     /* (tgid, handle, 0) -> char * name (driver functions, kernels) */
+	struct hmap kfuncs;    /* (tgid, CUfunction, 1) -> CUkernel */
+	struct hmap rtkernels; /* (tgid, cudaKernel_t, 2) -> host stub address */
+	int objects;
+	uint64_t calls;
+};
+
+static void on_change(void *ctx, int pid);
+
+static int add_mfd(struct cuda_tracer *c, int fd)
+{
+	if (c->nmfds == c->capmfds) {
+		size_t ncap = c->capmfds ? c->capmfds * 2 : 32;
+		int *n = realloc(c->mfds, ncap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		c->mfds = n;
+		c->capmfds = ncap;
+	}
+	c->mfds[c->nmfds++] = fd;
+	return 0;
+}
+
+static int add_link(struct cuda_tracer *c, struct bpf_link *l)
+{
+	if (c->nlinks == c->caplinks) {
+		size_t ncap = c->caplinks ? c->caplinks * 2 : 128;
+		struct bpf_link **n = realloc(c->links, ncap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		c->links = n;
+		c->caplinks = ncap;
+	}
+	c->links[c->nlinks++] = l;
+	return 0;
+}
+
+static int on_event(void *ctx, void *data, size_t len)
+{
+	struct cuda_tracer *c = ctx;
+	const struct cuda_event *e = data;
+	char *name;
+
+	if (len < sizeof(*e))
+		return 0;
+	switch (e->type) {
+	case CUDA_EV_FUNC_NAME:
+		name = strndup(e->name, sizeof(e->name) - 1);
+		if (!name)
+			return -ENOMEM;
+		{
+			uint64_t old;
+
+			if (hmap__get(&c->names, e->tgid, e->handle, 0, &old))
+				free((char *)(uintptr_t)old);
+		}
+		pr_debug("pid %u: CUDA function %#" PRIx64 " is %s", e->tgid, (uint64_t)e->handle, name);
+		return hmap__put(&c->names, e->tgid, e->handle, 0, (uint64_t)(uintptr_t)name);
+	case CUDA_EV_KERNEL_FUNC:
+		return hmap__put(&c->kfuncs, e->tgid, e->handle, 1, e->other);
+	case CUDA_EV_RT_KERNEL:
+		return hmap__put(&c->rtkernels, e->tgid, e->handle, 2, e->other);
+	}
+	return 0;
+}
+
+struct cuda_tracer *cuda__new(struct session *s, int targets_fd, int comms_fd)
+{
+	struct cuda_tracer *c = calloc(1, sizeof(*c));
+	int err;
+
+	if (!c)
+		return NULL;
+	c->s = s;
+	c->skel = cuda_bpf__open();
+	if (!c->skel) {
+		err = -errno;
+		pr_err("cannot open the CUDA tracing BPF object: %s", strerror(-err));
+		goto fail;
+	}
+	c->skel->rodata->trace_all = s->opts->all;
+	c->skel->rodata->self_tgid = (__u32)getpid();
+	c->multi = umulti__supported() && !getenv("GPUBPF_NO_UPROBE_MULTI");
+	bpf_program__set_autoload(c->skel->progs.cuda_enter, !c->multi);
+	bpf_program__set_autoload(c->skel->progs.cuda_exit, !c->multi);
+	bpf_program__set_autoload(c->skel->progs.cuda_enter_multi, c->multi);
+	bpf_program__set_autoload(c->skel->progs.cuda_exit_multi, c->multi);
+	bpf_program__set_expected_attach_type(c->skel->progs.cuda_enter_multi, UMULTI_ATTACH_TYPE);
+	bpf_program__set_expected_attach_type(c->skel->progs.cuda_exit_multi, UMULTI_ATTACH_TYPE);
+	err = bpf_map__reuse_fd(c->skel->maps.targets, targets_fd);
+	if (!err)
+		err = bpf_map__reuse_fd(c->skel->maps.comms, comms_fd);
+	if (err) {
+		pr_err("cannot share the target map with the CUDA tracer: %s", strerror(-err));
+		goto fail;
+	}
+	err = cuda_bpf__load(c->skel);
+	if (err) {
+		pr_err("cannot load the CUDA tracing BPF programs: %s (run with -v for the verifier log)",
+		       strerror(-err));
+		goto fail;
+	}
+	procs__set_on_change(s->procs, on_change, c);
+	err = procs__add_ringbuf(s->procs, bpf_map__fd(c->skel->maps.cuda_events), on_event, c);
+	if (err) {
+		pr_err("cannot poll the CUDA event ring buffer: %s", strerror(-err));
+		goto fail;
+	}
+	return c;
+fail:
+	cuda__free(c);
+	errno = -err;
+	return NULL;
+}
+
+void cuda__free(struct cuda_tracer *c)
+{
+	if (!c)
+		return;
+	/* Detaching costs a grace period per uprobe (~80 ms here): tear down in one go at
+	 * the end, after the profile is safe. */
+	links__destroy_all(c->links, c->nlinks);
+	free(c->links);
+	for (size_t i = 0; i < c->nmfds; i++)
+		close(c->mfds[i]);
+	free(c->mfds);
+	hmap_for_each(&c->names, e) free((char *)(uintptr_t)e->val);
+	hmap__clear(&c->names);
+	hmap__clear(&c->kfuncs);
+	hmap__clear(&c->rtkernels);
+	hmap__clear(&c->scanned);
+	cuda_bpf__destroy(c->skel);
+	free(c);
+}
+
+/* One link for the entry probes and one for the return probes of the object. */
+static int attach_multi(struct cuda_tracer *c, int pid, const char *path, const struct elfsym_want *want, int n)
+{
+	uint64_t offs[256], cookies[256];
+	int attached = 0;
+
+	for (int ret = 0; ret <= 1; ret++) {
+		uint32_t cnt = 0;
+		int fd;
+
+		for (int i = 0; i < n; i++) {
+			if (!want[i].offset || (ret && !cuda_apis[i].retprobe))
+				continue;
+			offs[cnt] = want[i].offset;
+			cookies[cnt] = cuda_api__cookie(i);
+			cnt++;
+		}
+		if (!cnt)
+			continue;
+		fd = umulti__attach(bpf_program__fd(ret ? c->skel->progs.cuda_exit_multi : c->skel->progs.cuda_enter_multi),
+				    path, offs, cookies, cnt, ret, pid);
+		if (fd < 0) {
+			pr_warn("cannot attach CUDA probes to pid %d: %s", pid, strerror(-fd));
+			continue;
+		}
+		if (add_mfd(c, fd)) {
+			close(fd);
+			return -ENOMEM;
+		}
+		attached += (int)cnt;
+	}
+	return attached;
+}
+
+static int attach_single(struct cuda_tracer *c, int pid, const char *path, const char *shown,
+			 const struct elfsym_want *want, int n)
+{
+	int attached = 0;
+
+	for (int i = 0; i < n; i++) {
+		const struct cuda_api *a = &cuda_apis[i];
+		LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cuda_api__cookie(i));
+		struct bpf_link *l;
+
+		if (!want[i].offset)
+			continue;
+		for (int ret = 0; ret <= (int)a->retprobe; ret++) {
+			opts.retprobe = ret;
+			l = bpf_program__attach_uprobe_opts(ret ? c->skel->progs.cuda_exit : c->skel->progs.cuda_enter,
+							    pid, path, (size_t)want[i].offset, &opts);
+			if (!l) {
+				pr_debug("cannot attach to %s in %s: %s", a->name, shown, strerror(errno));
+				continue;
+			}
+			if (add_link(c, l)) {
+				bpf_link__destroy(l);
+				return -ENOMEM;
+			}
+			attached++;
+		}
+	}
+	return attached;
+}
+
+/* Attach to every CUDA entry point defined in the object open at FD. */
+static int attach_object(struct cuda_tracer *c, int pid, int fd, const char *shown)
+{
+	struct elfsym_want want[256];
+	char path[64];
+	int n = cuda_num_apis, found, attached = 0;
+
+	for (int i = 0; i < n; i++)
+		want[i] = (struct elfsym_want){.name = cuda_apis[i].name};
+	/* The dynamic linker's hook: probed so loads trigger a rescan at once. */
+	want[n] = (struct elfsym_want){.name = "_dl_debug_state"};
+	found = elfsym__lookup_fd(fd, want, n + 1);
+	if (found <= 0)
+		return found;
+	/* The kernel resolves this magic link to exactly the file we opened inside the
+	 * target's root: no second lookup of a path the target controls. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	if (want[n].offset) {
+		int err = procs__attach_dl_state(c->s->procs, pid, path, want[n].offset);
+
+		if (err)
+			pr_debug("cannot probe _dl_debug_state in %s: %s", shown, strerror(-err));
+		if (found == 1)
+			return 0;
+	}
+	if (c->multi) {
+		attached = attach_multi(c, pid, path, want, n);
+		if (attached < 0)
+			return attached;
+	} else {
+		attached = attach_single(c, pid, path, shown, want, n);
+		if (attached < 0)
+			return attached;
+	}
+	c->objects++;
+	c->probes += attached;
+	pr_debug("pid %d: %d CUDA entry points in %s, %d probes", pid, found, shown, attached);
+	return attached;
+}
+
+static int scan_pid(struct cuda_tracer *c, int pid)
+{
+	char mpath[64], *buf = NULL, *line, *save = NULL;
+	size_t cap = 0, len = 0;
+	ssize_t r;
+	int fd, attach_pid = c->s->opts->all ? -1 : pid;
+
+	snprintf(mpath, sizeof(mpath), "/proc/%d/maps", pid);
+	fd = open(mpath, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		if (len + 4096 + 1 > cap) {
+			char *n;
+
+			if (cap >= MAPS_MAX_BYTES)
+				break;
+			cap = cap ? cap * 2 : 65536;
+			n = realloc(buf, cap);
+			if (!n) {
+				free(buf);
+				close(fd);
+				return -ENOMEM;
+			}
+			buf = n;
+		}
+		r = read(fd, buf + len, cap - len - 1);
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	close(fd);
+	if (!buf)
+		return 0;
+	buf[len] = '\0';
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		struct procmaps_entry e;
+		char path[4096];
+		struct stat st;
+		int ofd;
+
+		if (procmaps__parse_line(line, strlen(line), &e) || !e.exec || !procmaps__is_file(&e) || e.deleted)
+			continue;
+		if (hmap__get(&c->scanned, (uint64_t)(attach_pid < 0 ? 0 : attach_pid),
+			      makedev(e.dev_major, e.dev_minor), e.inode, NULL))
+			continue;
+		hmap__put(&c->scanned, (uint64_t)(attach_pid < 0 ? 0 : attach_pid), makedev(e.dev_major, e.dev_minor),
+			  e.inode, 1);
+		if (e.path_len >= sizeof(path))
+			continue;
+		memcpy(path, e.path, e.path_len);
+		path[e.path_len] = '\0';
+		ofd = procroot__open(pid, path);
+		if (ofd < 0)
+			continue;
+		/* The file must be the one mapped: a target can replace a path's file. */
+		if (fstat(ofd, &st) == 0 && st.st_ino == e.inode)
+			attach_object(c, attach_pid, ofd, path);
+		close(ofd);
+	}
+	free(buf);
+	return 0;
+}
+
+static void on_change(void *ctx, int pid)
+{
+	scan_pid(ctx, pid);
+}
+
+int cuda__scan(struct cuda_tracer *c)
+{
+	static int pids[MAX_SCAN_PIDS];
+	int n = procs__live_pids(c->s->procs, pids, MAX_SCAN_PIDS);
+
+	for (int i = 0; i < n; i++)
+		scan_pid(c, pids[i]);
+	return 0;
+}
+
+/* ---- draining ----------------------------------------------------------------------- */
+
+static const char *dir_frame(uint32_t dir)
+{
+	static const char *const names[] = {"[memcpy HtoH]", "[memcpy HtoD]", "[memcpy DtoH]",
+					    "[memcpy DtoD]", "[memcpy default]", "[memset]"};
+
+	return dir < sizeof(names) / sizeof(names[0]) ? names[dir] : "[memcpy default]";
+}
+
+/* Name a launched kernel: the runtime passes a host stub (or a cudaKernel_t that
+ * __cudaGetKernel mapped to one), which symbolizes to the kernel's mangled name; the
+ * driver passes a CUfunction whose name cuModuleGetFunction (or friends) told us. */
+static void kernel_frame(struct cuda_tracer *c, const struct cuda_key *k, const struct cuda_api *a,
+			 struct prof_frame *f, char *buf, size_t len, char **owned)
+{
+	uint64_t v;
+
+	*owned = NULL;
+	f->kind = PROF_FRAME_SYNTH;
+	f->addr = k->object;
+	f->sys_name = NULL;
+	if (a->cls == CC_GRAPH) {
+		f->name = "[cuda graph]";
+		return;
+	}
+	if (a->runtime) {
+		struct sym_result r;
+		uint64_t host = k->object;
+
+		if (hmap__get(&c->rtkernels, k->tgid, k->object, 2, &v))
+			host = v;
+		if (syms__resolve_user(c->s->syms, (int)k->tgid, host, &r) == 0 && r.resolved && r.nframes > 0) {
+			const struct sym_frame *fr = &r.frames[r.nframes - 1];
+			/* The host stub carries the kernel's mangled name; demangled in full it is
+			 * the kernel's signature (DWARF names leave the parameters out). */
+			char *d = fr->sys_name ? demangle(fr->sys_name) : NULL;
+
+			f->name = d ? d : fr->func;
+			f->sys_name = fr->sys_name;
+			*owned = d;
+			return;
+		}
+	} else {
+		uint64_t handle = k->object;
+
+		if (!hmap__get(&c->names, k->tgid, handle, 0, &v) && hmap__get(&c->kfuncs, k->tgid, handle, 1, &v))
+			handle = v; /* a CUfunction of a CUkernel: the kernel's name */
+		if (hmap__get(&c->names, k->tgid, handle, 0, &v)) {
+			const char *mangled = (const char *)(uintptr_t)v;
+			char *d = demangle(mangled);
+
+			f->name = d ? d : mangled;
+			f->sys_name = mangled;
+			*owned = d;
+			return;
+		}
+	}
+	snprintf(buf, len, "[cuda kernel %#" PRIx64 "]", (uint64_t)k->object);
+	f->name = buf;
+}
+
+static int add_cuda_sample(struct cuda_tracer *c, const struct cuda_key *k, const struct cuda_val *v, int stacks_fd,
+			   int64_t inuse)
+{
+	struct session *s = c->s;
+	const struct cuda_api *a;
+	struct prof_frame leaf[2];
+	struct prof_label extra[1];
+	uint64_t ips[STACKS_MAX_DEPTH];
+	char kbuf[64], sbuf[32], *owned = NULL;
+	int nleaf = 0, nextra = 0, n, trunc, err;
+
+	if (k->api >= (uint32_t)cuda_num_apis)
+		return 0;
+	a = &cuda_apis[k->api];
+	SESSION_VALUES(values);
+	values[s->t_cuda_calls] = inuse ? 0 : (int64_t)v->calls;
+	switch (a->group) {
+	case CG_LAUNCH:
+		values[s->t_cuda_launches] = (int64_t)v->calls;
+		kernel_frame(c, k, a, &leaf[nleaf++], kbuf, sizeof(kbuf), &owned);
+		break;
+	case CG_COPY:
+		values[s->t_cuda_memcpy] = (int64_t)v->bytes;
+		leaf[nleaf++] = (struct prof_frame){.kind = PROF_FRAME_SYNTH, .name = dir_frame(k->dir)};
+		break;
+	case CG_SYNC:
+		values[s->t_cuda_sync_ns] = (int64_t)v->wait_ns;
+		break;
+	case CG_ALLOC:
+		if (inuse)
+			values[s->t_gpu_inuse] = inuse;
+		else
+			values[s->t_gpu_alloc] = (int64_t)v->bytes;
+		break;
+	}
+	/* The API function itself, under the GPU-side effect. */
+	leaf[nleaf++] = (struct prof_frame){.kind = PROF_FRAME_SYNTH, .name = a->name};
+	if ((a->group == CG_LAUNCH || a->group == CG_COPY) && k->stream > 2) {
+		snprintf(sbuf, sizeof(sbuf), "%#" PRIx64, (uint64_t)k->stream);
+		extra[nextra++] = (struct prof_label){.key = "cuda_stream", .str = sbuf};
+	}
+
+	/* Entry probes: ips[0] is the function's own entry, and a frame-pointer walk from a
+	 * function's first instruction skips its direct caller: [rsp] (k->caller) takes
+	 * ips[0]'s place. Return probes: ips[0] already is the return address in the caller.
+	 * Either way ips[0] is a return address: move it back into the call instruction
+	 * (session__add_stack_sample does that for the deeper frames). */
+	n = stacks__read(stacks_fd, k->ustack, ips, &trunc);
+	s->truncated_stacks += (uint64_t)trunc;
+	if (k->caller) {
+		ips[0] = k->caller;
+		if (n == 0)
+			n = 1;
+	}
+	if (n > 0)
+		ips[0] -= 1;
+	err = session__add_stack_sample(s, k->tgid, k->tid, NULL, 0, ips, n, leaf, nleaf, extra, nextra, values);
+	free(owned);
+	return err;
+}
+
+static int drain_buffer(struct cuda_tracer *c, unsigned buf)
+{
+	int counts_fd = bpf_map__fd(buf ? c->skel->maps.ccounts1 : c->skel->maps.ccounts0);
+	int stacks_fd = bpf_map__fd(buf ? c->skel->maps.stacks1 : c->skel->maps.stacks0);
+	int alloc_fd = bpf_map__fd(c->skel->maps.alloc_stacks);
+	struct cuda_key key, next, *prev = NULL;
+	struct cuda_val val;
+	int err = 0;
+
+	while (bpf_map_get_next_key(counts_fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(counts_fd, &key, &val) || !val.calls)
+			continue;
+		if (c->s->opts->all)
+			procs__note_pid(c->s->procs, (int)key.tgid);
+		err = add_cuda_sample(c, &key, &val, key.flags & CUDA_KEY_ALLOC_STACK ? alloc_fd : stacks_fd, 0);
+		if (err)
+			break;
+		c->calls += val.calls;
+	}
+	stacks__clear(counts_fd, sizeof(struct cuda_key));
+	stacks__clear(stacks_fd, sizeof(uint32_t));
+	return err;
+}
+
+int cuda__drain(struct cuda_tracer *c, bool final)
+{
+	unsigned old = c->skel->bss->buf_active & 1;
+	struct timespec ts = {0, 2 * 1000 * 1000};
+	int err;
+
+	c->skel->bss->buf_active = !old;
+	nanosleep(&ts, NULL);
+	err = drain_buffer(c, old);
+	if (err || !final)
+		return err;
+	c->skel->bss->buf_active = old;
+	nanosleep(&ts, NULL);
+	return drain_buffer(c, !old);
+}
+
+int cuda__finish(struct cuda_tracer *c)
+{
+	int live_fd = bpf_map__fd(c->skel->maps.live_allocs);
+	int alloc_fd = bpf_map__fd(c->skel->maps.alloc_stacks);
+	struct cuda_alloc_key key, next, *prev = NULL;
+	struct cuda_alloc_val val;
+	struct cuda_val none = {0};
+	int err = 0;
+
+	while (bpf_map_get_next_key(live_fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(live_fd, &key, &val) || !val.size)
+			continue;
+		err = add_cuda_sample(c, &val.key, &none, alloc_fd, (int64_t)val.size);
+		if (err)
+			break;
+	}
+	return err;
+}
+
+void cuda__stats(struct cuda_tracer *c, struct cuda_stats *out)
+{
+	int fd = bpf_map__fd(c->skel->maps.stats);
+
+	out->calls = stacks__stat(fd, STAT_SAMPLES);
+	out->dropped = c->skel->bss->dropped_calls;
+	out->lost_stacks = stacks__stat(fd, STAT_USTACK_LOST) + stacks__stat(fd, STAT_STACK_FULL);
+	out->lost_events = c->skel->bss->lost_events;
+	out->objects = c->objects;
+	out->probes = c->probes;
+}

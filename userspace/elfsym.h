@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/* Find many function symbols of one ELF object in a single pass over .symtab and .dynsym,
+ * and turn their addresses into the file offsets that uprobes attach to. The object is a
+ * target's file: untrusted input, read through libelf with every index bounded. */
+#ifndef GPUBPF_ELFSYM_H
+#define GPUBPF_ELFSYM_H
+
+#include <stdint.h>
+
+struct elfsym_want {
+	const char *name;    /* in */
+	uint64_t offset;     /* out: file offset of the function's entry, 0 = not found */
+	uint64_t addr;       /* out: st_value */
+};
+
+/* Look up every wanted name in the object open at FD (defined STT_FUNC/STT_GNU_IFUNC
+ * symbols; .symtab wins over .dynsym). Returns how many were found, or a negative errno
+ * (-ENOEXEC: not an ELF object). */
+int elfsym__lookup_fd(int fd, struct elfsym_want *want, int n);
+
+/* Translate a virtual address of the object at FD into a file offset via its PT_LOAD
+ * segments. 0 or -ENOENT. */
+int elfsym__addr_to_offset_fd(int fd, uint64_t addr, uint64_t *offset);
+
+#endif /* GPUBPF_ELFSYM_H */

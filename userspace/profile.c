@@ -1,0 +1,902 @@
+// SPDX-License-Identifier: MIT
+/* The profile model: interned strings, interned locations and aggregated samples.
+ *
+ * Everything variable-sized (strings, a sample's location ids, labels and values) lives
+ * in an append-only arena, so pointers handed out stay valid for the profile's life and
+ * freeing is a walk over a few large chunks. Lookups go through open-addressing tables
+ * (linear probing, 64-bit hashes stored in the slots so growing never re-hashes keys).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "profile.h"
+
+/* profile.c is linked into unit tests without syms.c: weak references keep those links
+ * working, and profile__symbolize answers -ENOSYS when no symbolizer is linked in. */
+#pragma weak syms__resolve_user
+#pragma weak syms__resolve_kernel
+
+#define ARENA_CHUNK (64 * 1024)
+#define SYMBOLIZE_TRIES 4
+#define LOC_BLOCK 1024 /* locations per block */
+
+struct arena_chunk {
+	struct arena_chunk *next;
+	size_t size, used;
+	/* 8-byte aligned: three 8-byte fields above */
+	char data[];
+};
+
+struct ht_slot {
+	uint64_t hash;
+	uint32_t idx1; /* entry index + 1; 0: empty */
+};
+
+struct htab {
+	struct ht_slot *slots;
+	size_t cap; /* power of two, or 0 */
+	size_t n;
+};
+
+struct loc_ent {
+	struct prof_location pub;
+	const char *synth_name; /* interned; PROF_FRAME_SYNTH only */
+	const char *synth_sys;
+	uint8_t tries; /* resolver calls that did not resolve it */
+};
+
+struct sample_ent {
+	struct prof_sample pub;
+	int64_t *values; /* in the arena; pub.values points here */
+};
+
+struct profile {
+	struct arena_chunk *arena;
+	size_t arena_bytes;
+
+	const char **strs; /* interned strings, in the arena */
+	size_t nstrs, cap_strs;
+	struct htab str_ht;
+
+	struct {
+		const char *type, *unit;
+	} types[PROFILE_MAX_TYPES];
+	int ntypes;
+	int64_t totals[PROFILE_MAX_TYPES];
+
+	const char *period_type, *period_unit;
+	int64_t period;
+	int64_t time_nanos, duration_nanos;
+
+	const char **comments;
+	int ncomments, cap_comments;
+
+	/* fixed-size blocks: a location is large (it holds a whole sym_result), so the
+	 * array neither doubles its slack nor copies itself when it grows */
+	struct loc_ent **loc_blocks;
+	size_t nlocs, cap_blocks;
+	struct htab loc_ht;
+
+	struct sample_ent *samples;
+	size_t nsamples, cap_samples;
+	struct htab sample_ht;
+};
+
+static inline struct loc_ent *loc_at(const struct profile *p, size_t idx)
+{
+	return &p->loc_blocks[idx / LOC_BLOCK][idx % LOC_BLOCK];
+}
+
+/* ---- hashing ---- */
+
+static inline uint64_t h_final(uint64_t x)
+{
+	/* splitmix64 finalizer: every input bit reaches the low bits the table indexes by */
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return x;
+}
+
+static inline uint64_t h_word(uint64_t h, uint64_t v)
+{
+	h = (h << 5 | h >> 59) ^ v;
+	return h * 0x9e3779b97f4a7c15ULL;
+}
+
+static uint64_t h_str(const char *s, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h_final(h);
+}
+
+/* ---- arena ---- */
+
+static void *arena_alloc(struct profile *p, size_t size)
+{
+	struct arena_chunk *c = p->arena;
+
+	size = (size + 7) & ~(size_t)7;
+	if (!size)
+		size = 8;
+	if (!c || c->size - c->used < size) {
+		size_t csz = size > ARENA_CHUNK / 4 ? size : ARENA_CHUNK;
+
+		if (size > SIZE_MAX - sizeof(*c))
+			return NULL;
+		if (csz == size && c) {
+			/* a big block gets its own chunk, behind the current one, so the
+			 * current chunk's free space is not thrown away */
+			struct arena_chunk *b = malloc(sizeof(*b) + csz);
+
+			if (!b)
+				return NULL;
+			b->size = b->used = csz;
+			b->next = c->next;
+			c->next = b;
+			p->arena_bytes += sizeof(*b) + csz;
+			return b->data;
+		}
+		c = malloc(sizeof(*c) + csz);
+		if (!c)
+			return NULL;
+		c->size = csz;
+		c->used = 0;
+		c->next = p->arena;
+		p->arena = c;
+		p->arena_bytes += sizeof(*c) + csz;
+	}
+	c->used += size;
+	return c->data + c->used - size;
+}
+
+/* ---- open-addressing table ---- */
+
+typedef bool (*ht_eq_fn)(const struct profile *p, uint32_t idx, const void *key);
+
+/* The slot holding key, or the empty slot where it belongs. Needs cap > n. */
+static struct ht_slot *ht_find(const struct profile *p, const struct htab *t, uint64_t hash, ht_eq_fn eq,
+			       const void *key)
+{
+	size_t mask = t->cap - 1, i = hash & mask;
+
+	for (;;) {
+		struct ht_slot *s = &t->slots[i];
+
+		if (!s->idx1 || (s->hash == hash && eq(p, s->idx1 - 1, key)))
+			return s;
+		i = (i + 1) & mask;
+	}
+}
+
+/* Make room for one more entry (load factor <= 0.7). */
+static int ht_reserve(struct htab *t)
+{
+	struct ht_slot *slots;
+	size_t cap;
+
+	if (t->cap && (t->n + 1) * 10 <= t->cap * 7)
+		return 0;
+	cap = t->cap ? t->cap * 2 : 64;
+	slots = calloc(cap, sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->cap; i++) {
+		const struct ht_slot *o = &t->slots[i];
+		size_t j;
+
+		if (!o->idx1)
+			continue;
+		for (j = o->hash & (cap - 1); slots[j].idx1; j = (j + 1) & (cap - 1))
+			;
+		slots[j] = *o;
+	}
+	free(t->slots);
+	t->slots = slots;
+	t->cap = cap;
+	return 0;
+}
+
+static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+	size_t ncap;
+	void *n;
+
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 64;
+	while (ncap < need)
+		ncap *= 2;
+	if (ncap > SIZE_MAX / elem)
+		return -ENOMEM;
+	n = realloc(*arr, ncap * elem);
+	if (!n)
+		return -ENOMEM;
+	*arr = n;
+	*cap = ncap;
+	return 0;
+}
+
+/* ---- strings ---- */
+
+struct str_key {
+	const char *s;
+	size_t len;
+};
+
+static bool str_eq(const struct profile *p, uint32_t idx, const void *key)
+{
+	const struct str_key *k = key;
+	const char *s = p->strs[idx];
+
+	return strncmp(s, k->s, k->len) == 0 && s[k->len] == '\0';
+}
+
+/* The model's copy of s (NULL for NULL); equal strings get the same pointer. */
+static int intern(struct profile *p, const char *s, const char **out)
+{
+	struct str_key k;
+	struct ht_slot *slot;
+	uint64_t hash;
+	char *copy;
+	int err;
+
+	*out = NULL;
+	if (!s)
+		return 0;
+	k.s = s;
+	k.len = strlen(s);
+	hash = h_str(s, k.len);
+	err = ht_reserve(&p->str_ht);
+	if (err)
+		return err;
+	slot = ht_find(p, &p->str_ht, hash, str_eq, &k);
+	if (slot->idx1) {
+		*out = p->strs[slot->idx1 - 1];
+		return 0;
+	}
+	if (p->nstrs >= UINT32_MAX - 1)
+		return -E2BIG;
+	err = grow((void **)&p->strs, &p->cap_strs, p->nstrs + 1, sizeof(*p->strs));
+	if (err)
+		return err;
+	copy = arena_alloc(p, k.len + 1);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, s, k.len + 1);
+	p->strs[p->nstrs++] = copy;
+	slot->hash = hash;
+	slot->idx1 = p->nstrs;
+	p->str_ht.n++;
+	*out = copy;
+	return 0;
+}
+
+/* ---- lifecycle and header ---- */
+
+struct profile *profile__new(void)
+{
+	struct profile *p = calloc(1, sizeof(*p));
+
+	if (!p) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return p;
+}
+
+void profile__free(struct profile *p)
+{
+	struct arena_chunk *c, *n;
+
+	if (!p)
+		return;
+	for (c = p->arena; c; c = n) {
+		n = c->next;
+		free(c);
+	}
+	free(p->strs);
+	free(p->str_ht.slots);
+	free(p->comments);
+	for (size_t i = 0; i < (p->nlocs + LOC_BLOCK - 1) / LOC_BLOCK; i++)
+		free(p->loc_blocks[i]);
+	free(p->loc_blocks);
+	free(p->loc_ht.slots);
+	free(p->samples);
+	free(p->sample_ht.slots);
+	free(p);
+}
+
+int profile__add_type(struct profile *p, const char *type, const char *unit)
+{
+	const char *t, *u;
+	int err;
+
+	if (!p || !type || !*type || !unit || strchr(type, '-'))
+		return -EINVAL;
+	if (p->nsamples)
+		return -EBUSY;
+	if (profile__find_type(p, type) >= 0)
+		return -EEXIST;
+	if (p->ntypes >= PROFILE_MAX_TYPES)
+		return -E2BIG;
+	err = intern(p, type, &t);
+	if (!err)
+		err = intern(p, unit, &u);
+	if (err)
+		return err;
+	p->types[p->ntypes].type = t;
+	p->types[p->ntypes].unit = u;
+	return p->ntypes++;
+}
+
+int profile__num_types(const struct profile *p)
+{
+	return p ? p->ntypes : 0;
+}
+
+void profile__type(const struct profile *p, int idx, const char **type, const char **unit)
+{
+	bool ok = p && idx >= 0 && idx < p->ntypes;
+
+	if (type)
+		*type = ok ? p->types[idx].type : NULL;
+	if (unit)
+		*unit = ok ? p->types[idx].unit : NULL;
+}
+
+int profile__find_type(const struct profile *p, const char *type)
+{
+	if (!p || !type)
+		return -EINVAL;
+	for (int i = 0; i < p->ntypes; i++)
+		if (strcmp(p->types[i].type, type) == 0)
+			return i;
+	return -ENOENT;
+}
+
+int profile__set_period(struct profile *p, const char *type, const char *unit, int64_t period)
+{
+	const char *t, *u;
+	int err;
+
+	if (!p)
+		return -EINVAL;
+	err = intern(p, type, &t);
+	if (!err)
+		err = intern(p, unit, &u);
+	if (err)
+		return err;
+	p->period_type = t;
+	p->period_unit = u;
+	p->period = period;
+	return 0;
+}
+
+void profile__period(const struct profile *p, const char **type, const char **unit, int64_t *period)
+{
+	if (type)
+		*type = p ? p->period_type : NULL;
+	if (unit)
+		*unit = p ? p->period_unit : NULL;
+	if (period)
+		*period = p ? p->period : 0;
+}
+
+void profile__set_time(struct profile *p, int64_t time_nanos, int64_t duration_nanos)
+{
+	if (!p)
+		return;
+	p->time_nanos = time_nanos;
+	p->duration_nanos = duration_nanos;
+}
+
+void profile__time(const struct profile *p, int64_t *time_nanos, int64_t *duration_nanos)
+{
+	if (time_nanos)
+		*time_nanos = p ? p->time_nanos : 0;
+	if (duration_nanos)
+		*duration_nanos = p ? p->duration_nanos : 0;
+}
+
+int profile__add_comment(struct profile *p, const char *fmt, ...)
+{
+	const char *c;
+	char *s;
+	va_list ap;
+	size_t cap;
+	int err;
+
+	if (!p || !fmt)
+		return -EINVAL;
+	if (p->ncomments >= INT32_MAX)
+		return -E2BIG;
+	cap = p->cap_comments;
+	err = grow((void **)&p->comments, &cap, (size_t)p->ncomments + 1, sizeof(*p->comments));
+	if (err)
+		return err;
+	p->cap_comments = (int)(cap > INT32_MAX ? INT32_MAX : cap);
+	va_start(ap, fmt);
+	err = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (err < 0)
+		return -EINVAL;
+	s = malloc((size_t)err + 1);
+	if (!s)
+		return -ENOMEM;
+	va_start(ap, fmt);
+	vsnprintf(s, (size_t)err + 1, fmt, ap);
+	va_end(ap);
+	err = intern(p, s, &c);
+	free(s);
+	if (err)
+		return err;
+	p->comments[p->ncomments++] = c;
+	return 0;
+}
+
+int profile__num_comments(const struct profile *p)
+{
+	return p ? p->ncomments : 0;
+}
+
+const char *profile__comment(const struct profile *p, int idx)
+{
+	if (!p || idx < 0 || idx >= p->ncomments)
+		return NULL;
+	return p->comments[idx];
+}
+
+/* ---- locations ---- */
+
+struct loc_key {
+	uint32_t kind;
+	int pid;
+	uint64_t addr;
+	const char *name, *sys; /* interned */
+};
+
+static bool loc_eq(const struct profile *p, uint32_t idx, const void *key)
+{
+	const struct loc_key *k = key;
+	const struct loc_ent *e = loc_at(p, idx);
+
+	if (e->pub.kind != k->kind)
+		return false;
+	switch (k->kind) {
+	case PROF_FRAME_USER:
+		return e->pub.pid == k->pid && e->pub.addr == k->addr;
+	case PROF_FRAME_KERNEL:
+		return e->pub.addr == k->addr;
+	default:
+		/* interned: pointer equality is string equality */
+		return e->synth_name == k->name && e->synth_sys == k->sys;
+	}
+}
+
+static uint64_t loc_hash(const struct loc_key *k)
+{
+	uint64_t h = h_word(0x51ed270b27e3a6b5ULL, k->kind);
+
+	if (k->kind == PROF_FRAME_SYNTH) {
+		h = h_word(h, (uintptr_t)k->name);
+		h = h_word(h, (uintptr_t)k->sys);
+	} else {
+		h = h_word(h, k->kind == PROF_FRAME_USER ? (uint32_t)k->pid : 0);
+		h = h_word(h, k->addr);
+	}
+	return h_final(h);
+}
+
+static void synth_fill(struct loc_ent *e)
+{
+	struct sym_result *r = &e->pub.sym;
+
+	memset(r, 0, sizeof(*r));
+	r->module = "[cuda]";
+	r->resolved = true;
+	r->nframes = 1;
+	r->frames[0].func = e->synth_name;
+	r->frames[0].sys_name = e->synth_sys ? e->synth_sys : e->synth_name;
+	e->pub.symbolized = true;
+}
+
+static int intern_location(struct profile *p, int pid, const struct prof_frame *f, uint32_t *id)
+{
+	struct loc_key k = {.kind = f->kind, .addr = f->addr};
+	struct ht_slot *slot;
+	struct loc_ent *e;
+	uint64_t hash;
+	int err;
+
+	switch (f->kind) {
+	case PROF_FRAME_USER:
+		k.pid = pid;
+		break;
+	case PROF_FRAME_KERNEL:
+		break;
+	case PROF_FRAME_SYNTH:
+		if (!f->name)
+			return -EINVAL;
+		err = intern(p, f->name, &k.name);
+		if (!err)
+			err = intern(p, f->sys_name, &k.sys);
+		if (err)
+			return err;
+		break;
+	default:
+		return -EINVAL;
+	}
+	hash = loc_hash(&k);
+	err = ht_reserve(&p->loc_ht);
+	if (err)
+		return err;
+	slot = ht_find(p, &p->loc_ht, hash, loc_eq, &k);
+	if (slot->idx1) {
+		*id = slot->idx1;
+		return 0;
+	}
+	if (p->nlocs >= UINT32_MAX - 1)
+		return -E2BIG;
+	if (p->nlocs % LOC_BLOCK == 0) {
+		size_t b = p->nlocs / LOC_BLOCK;
+
+		err = grow((void **)&p->loc_blocks, &p->cap_blocks, b + 1, sizeof(*p->loc_blocks));
+		if (err)
+			return err;
+		p->loc_blocks[b] = malloc(LOC_BLOCK * sizeof(**p->loc_blocks));
+		if (!p->loc_blocks[b])
+			return -ENOMEM;
+	}
+	e = loc_at(p, p->nlocs++);
+	memset(e, 0, sizeof(*e));
+	e->pub.id = p->nlocs;
+	e->pub.kind = k.kind;
+	e->pub.pid = k.kind == PROF_FRAME_USER ? pid : 0;
+	e->pub.addr = k.addr;
+	if (k.kind == PROF_FRAME_SYNTH) {
+		/* a synthetic frame names itself: symbolized from birth, so writers never
+		 * show it as an unknown address */
+		e->synth_name = k.name;
+		e->synth_sys = k.sys;
+		synth_fill(e);
+	}
+	slot->hash = hash;
+	slot->idx1 = e->pub.id;
+	p->loc_ht.n++;
+	*id = e->pub.id;
+	return 0;
+}
+
+size_t profile__num_locations(const struct profile *p)
+{
+	return p ? p->nlocs : 0;
+}
+
+const struct prof_location *profile__location(const struct profile *p, uint32_t id)
+{
+	if (!p || id < 1 || id > p->nlocs)
+		return NULL;
+	return &loc_at(p, id - 1)->pub;
+}
+
+/* ---- samples ---- */
+
+struct sample_key {
+	int pid, tid;
+	uint32_t nlocs, nlabels;
+	const uint32_t *locs;
+	const struct prof_label *labels; /* interned and sorted */
+};
+
+static int cmp_str(const char *a, const char *b)
+{
+	if (a == b)
+		return 0;
+	if (!a)
+		return -1;
+	if (!b)
+		return 1;
+	return strcmp(a, b);
+}
+
+static int cmp_label(const void *pa, const void *pb)
+{
+	const struct prof_label *a = pa, *b = pb;
+	int c;
+
+	c = cmp_str(a->key, b->key);
+	if (c)
+		return c;
+	c = cmp_str(a->str, b->str);
+	if (c)
+		return c;
+	if (a->num != b->num)
+		return a->num < b->num ? -1 : 1;
+	return cmp_str(a->unit, b->unit);
+}
+
+static bool sample_eq(const struct profile *p, uint32_t idx, const void *key)
+{
+	const struct sample_key *k = key;
+	const struct prof_sample *s = &p->samples[idx].pub;
+
+	if (s->pid != k->pid || s->tid != k->tid || s->nlocs != k->nlocs || s->nlabels != k->nlabels)
+		return false;
+	if (k->nlocs && memcmp(s->locs, k->locs, k->nlocs * sizeof(*k->locs)) != 0)
+		return false;
+	for (uint32_t i = 0; i < k->nlabels; i++) {
+		const struct prof_label *a = &s->labels[i], *b = &k->labels[i];
+
+		if (a->key != b->key || a->str != b->str || a->num != b->num || a->unit != b->unit)
+			return false;
+	}
+	return true;
+}
+
+static uint64_t sample_hash(const struct sample_key *k)
+{
+	uint64_t h = h_word(0x2545f4914f6cdd1dULL, (uint32_t)k->pid);
+
+	h = h_word(h, (uint32_t)k->tid);
+	h = h_word(h, (uint64_t)k->nlocs << 32 | k->nlabels);
+	for (uint32_t i = 0; i < k->nlocs; i++)
+		h = h_word(h, k->locs[i]);
+	for (uint32_t i = 0; i < k->nlabels; i++) {
+		const struct prof_label *l = &k->labels[i];
+
+		h = h_word(h, (uintptr_t)l->key);
+		h = h_word(h, (uintptr_t)l->str);
+		h = h_word(h, (uint64_t)l->num);
+		h = h_word(h, (uintptr_t)l->unit);
+	}
+	return h_final(h);
+}
+
+int profile__add_sample(struct profile *p, int pid, int tid, const struct prof_frame *frames, int nframes,
+			const struct prof_label *labels, int nlabels, const int64_t *values)
+{
+	uint32_t ids[PROFILE_MAX_FRAMES];
+	struct prof_label lab[PROFILE_MAX_LABELS];
+	struct sample_key k;
+	struct sample_ent *e;
+	struct ht_slot *slot;
+	uint64_t hash;
+	uint32_t *locs;
+	struct prof_label *labs;
+	int64_t *vals;
+	int err;
+
+	if (!p || !values || nframes < 0 || nlabels < 0 || (nframes && !frames) || (nlabels && !labels))
+		return -EINVAL;
+	if (nframes > PROFILE_MAX_FRAMES || nlabels > PROFILE_MAX_LABELS)
+		return -E2BIG;
+	if (!p->ntypes)
+		return -EINVAL;
+
+	for (int i = 0; i < nlabels; i++) {
+		if (!labels[i].key)
+			return -EINVAL;
+		memset(&lab[i], 0, sizeof(lab[i]));
+		err = intern(p, labels[i].key, &lab[i].key);
+		if (err)
+			return err;
+		if (labels[i].str) {
+			err = intern(p, labels[i].str, &lab[i].str);
+		} else {
+			lab[i].num = labels[i].num;
+			err = intern(p, labels[i].unit, &lab[i].unit);
+		}
+		if (err)
+			return err;
+	}
+	/* the same labels in another order are the same sample */
+	if (nlabels > 1)
+		qsort(lab, nlabels, sizeof(lab[0]), cmp_label);
+
+	for (int i = 0; i < nframes; i++) {
+		err = intern_location(p, pid, &frames[i], &ids[i]);
+		if (err)
+			return err;
+	}
+
+	k.pid = pid;
+	k.tid = tid;
+	k.nlocs = nframes;
+	k.nlabels = nlabels;
+	k.locs = ids;
+	k.labels = lab;
+	hash = sample_hash(&k);
+	err = ht_reserve(&p->sample_ht);
+	if (err)
+		return err;
+	slot = ht_find(p, &p->sample_ht, hash, sample_eq, &k);
+	if (slot->idx1) {
+		vals = p->samples[slot->idx1 - 1].values;
+	} else {
+		if (p->nsamples >= UINT32_MAX - 1)
+			return -E2BIG;
+		err = grow((void **)&p->samples, &p->cap_samples, p->nsamples + 1, sizeof(*p->samples));
+		if (err)
+			return err;
+		vals = arena_alloc(p, p->ntypes * sizeof(*vals));
+		locs = nframes ? arena_alloc(p, nframes * sizeof(*locs)) : NULL;
+		labs = nlabels ? arena_alloc(p, nlabels * sizeof(*labs)) : NULL;
+		if (!vals || (nframes && !locs) || (nlabels && !labs))
+			return -ENOMEM; /* arena space is reclaimed at profile__free */
+		memset(vals, 0, p->ntypes * sizeof(*vals));
+		if (nframes)
+			memcpy(locs, ids, nframes * sizeof(*locs));
+		if (nlabels)
+			memcpy(labs, lab, nlabels * sizeof(*labs));
+		e = &p->samples[p->nsamples++];
+		e->pub.pid = pid;
+		e->pub.tid = tid;
+		e->pub.nlocs = nframes;
+		e->pub.locs = locs;
+		e->pub.nlabels = nlabels;
+		e->pub.labels = labs;
+		e->pub.values = vals;
+		e->values = vals;
+		slot->hash = hash;
+		slot->idx1 = p->nsamples;
+		p->sample_ht.n++;
+	}
+	for (int i = 0; i < p->ntypes; i++) {
+		/* wrap instead of signed-overflow UB on absurd sums */
+		vals[i] = (int64_t)((uint64_t)vals[i] + (uint64_t)values[i]);
+		p->totals[i] = (int64_t)((uint64_t)p->totals[i] + (uint64_t)values[i]);
+	}
+	return 0;
+}
+
+size_t profile__num_samples(const struct profile *p)
+{
+	return p ? p->nsamples : 0;
+}
+
+const struct prof_sample *profile__sample(const struct profile *p, size_t idx)
+{
+	if (!p || idx >= p->nsamples)
+		return NULL;
+	return &p->samples[idx].pub;
+}
+
+int64_t profile__total(const struct profile *p, int type_idx)
+{
+	if (!p || type_idx < 0 || type_idx >= p->ntypes)
+		return 0;
+	return p->totals[type_idx];
+}
+
+size_t profile__mem_bytes(const struct profile *p)
+{
+	if (!p)
+		return 0;
+	return sizeof(*p) + p->arena_bytes + p->cap_strs * sizeof(*p->strs) +
+	       (size_t)p->cap_comments * sizeof(*p->comments) + p->cap_blocks * sizeof(*p->loc_blocks) +
+	       (p->nlocs + LOC_BLOCK - 1) / LOC_BLOCK * LOC_BLOCK * sizeof(struct loc_ent) +
+	       p->cap_samples * sizeof(*p->samples) +
+	       (p->str_ht.cap + p->loc_ht.cap + p->sample_ht.cap) * sizeof(struct ht_slot);
+}
+
+/* ---- symbolization ---- */
+
+static int unknown_name(struct profile *p, uint64_t addr, const char **out)
+{
+	char buf[40];
+
+	snprintf(buf, sizeof(buf), "[unknown]+0x%llx", (unsigned long long)addr);
+	return intern(p, buf, out);
+}
+
+/* Copy a resolver's result into the model's own strings. */
+static int copy_result(struct profile *p, const struct prof_location *loc, const struct sym_result *in,
+		       struct sym_result *out)
+{
+	int n = in->nframes, err;
+
+	memset(out, 0, sizeof(*out));
+	if (n < 1)
+		return -EINVAL;
+	if (n > SYMS_MAX_INLINE)
+		n = SYMS_MAX_INLINE;
+	err = intern(p, in->module ? in->module : "[unknown]", &out->module);
+	if (!err)
+		err = intern(p, in->build_id, &out->build_id);
+	if (err)
+		return err;
+	out->map_start = in->map_start;
+	out->map_limit = in->map_limit;
+	out->map_offset = in->map_offset;
+	out->rel_addr = in->rel_addr;
+	out->resolved = in->resolved;
+	out->nframes = n;
+	for (int i = 0; i < n; i++) {
+		const struct sym_frame *f = &in->frames[i];
+		struct sym_frame *o = &out->frames[i];
+
+		if (f->func)
+			err = intern(p, f->func, &o->func);
+		else
+			err = unknown_name(p, loc->addr, &o->func);
+		if (!err)
+			err = f->sys_name ? intern(p, f->sys_name, &o->sys_name) : 0;
+		if (!err)
+			err = intern(p, f->file, &o->file);
+		if (err)
+			return err;
+		if (!o->sys_name)
+			o->sys_name = o->func;
+		o->line = f->line;
+		o->start_line = f->start_line;
+	}
+	return 0;
+}
+
+int profile__symbolize_with(struct profile *p, profile_resolve_fn resolve, void *ctx)
+{
+	if (!p || !resolve)
+		return -EINVAL;
+	for (size_t i = 0; i < p->nlocs; i++) {
+		struct loc_ent *e = loc_at(p, i);
+		struct sym_result r, copy;
+		int err;
+
+		if (e->pub.kind == PROF_FRAME_SYNTH) {
+			if (!e->pub.symbolized)
+				synth_fill(e);
+			continue;
+		}
+		/* an address that did not resolve is tried again a few times: its object may
+		 * have been tracked since (dlopen, a perf map written late); past that it is
+		 * most likely JIT code or a gone mapping, not worth a lookup at every drain */
+		if (e->pub.symbolized && e->pub.sym.resolved)
+			continue;
+		if (e->tries >= SYMBOLIZE_TRIES)
+			continue;
+		e->tries++;
+		memset(&r, 0, sizeof(r));
+		err = resolve(ctx, &e->pub, &r);
+		if (err == -ENOMEM)
+			return err;
+		if (err < 0)
+			continue;
+		err = copy_result(p, &e->pub, &r, &copy);
+		if (err == -ENOMEM)
+			return err;
+		if (err < 0)
+			continue;
+		e->pub.sym = copy;
+		e->pub.symbolized = true;
+	}
+	return 0;
+}
+
+static int syms_resolve(void *ctx, const struct prof_location *loc, struct sym_result *out)
+{
+	struct syms *s = ctx;
+
+	if (loc->kind == PROF_FRAME_USER)
+		return syms__resolve_user(s, loc->pid, loc->addr, out);
+	return syms__resolve_kernel(s, loc->addr, out);
+}
+
+int profile__symbolize(struct profile *p, struct syms *s)
+{
+	if (!p || !s)
+		return -EINVAL;
+	if (!syms__resolve_user || !syms__resolve_kernel)
+		return -ENOSYS;
+	return profile__symbolize_with(p, syms_resolve, s);
+}
