@@ -55,10 +55,12 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 UNIT_SAN_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/san/%,$(UNIT_SRCS))
 
-# Workloads: plain C (frame pointers on, so BPF can walk them), and CUDA ones built by nvcc.
+# Workloads: plain C, and CUDA ones built by nvcc. -O0: every function keeps its frame
+# (gcc 12 drops the frame of leaf functions at -O1 despite -mno-omit-leaf-frame-pointer),
+# so BPF walks every caller.
 WL_SRCS := $(wildcard tests/workloads/*.c)
 WL_BINS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WL_SRCS))
-WL_CFLAGS := -std=gnu11 -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -Werror -pthread
+WL_CFLAGS := -std=gnu11 -O0 -g -fno-omit-frame-pointer -Wall -Werror -pthread
 
 .PHONY: all deps test unit e2e demo bench clean format tools
 .DEFAULT_GOAL := all
@@ -125,7 +127,7 @@ $(BUILD)/tests/san/%: tests/unit/%.c tests/unit/test.h $(SAN_OBJS) | $(BUILD)/te
 	$(call msg,CC-SAN,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Itests/unit $< $(SAN_OBJS) $(LDLIBS) -o $@
 
-$(BUILD)/workloads/%: tests/workloads/%.c | $(BUILD)/workloads
+$(BUILD)/workloads/%: tests/workloads/%.c tests/workloads/wl_common.h Makefile | $(BUILD)/workloads
 	$(call msg,CC-WL,$@)
 	$(Q)$(CC) $(WL_CFLAGS) $< -o $@
 

@@ -49,7 +49,7 @@ cat "$TMP/pid.shares"
 
 # 3. Sample types, period and labels as the issue fixes them.
 pprof -raw "$out" >"$TMP/raw" 2>&1
-grep -q 'samples/count cpu/nanoseconds' "$TMP/raw" && pass "sample-types" || fail "sample-types" "$(head -5 "$TMP/raw")"
+grep -qE '^samples/count(\[dflt\])? cpu/nanoseconds' "$TMP/raw" && pass "sample-types" || fail "sample-types" "$(head -5 "$TMP/raw")"
 grep -qE 'Period: 2004008' "$TMP/raw" && pass "period" || fail "period" "$(grep -i period "$TMP/raw")"
 pprof -tags "$out" >"$TMP/tags"
 for l in pid tid thread_name process_name; do

@@ -55,4 +55,6 @@ expect_error no-btf 'no BTF' env GPUBPF_BTF_PATH=/nonexistent/vmlinux "$G" recor
 expect_error output-dir-missing 'cannot write' "$G" record -p 1 -o /nonexistent/dir/out.pb.gz
 expect_error output-is-dir 'cannot write' "$G" record -p 1 -o /tmp
 expect_error cannot-exec "cannot execute 'no-such-command-gpubpf'" "$G" record -o out.pb.gz -- no-such-command-gpubpf
-expect_error exec-not-executable "cannot execute" "$G" record -o out.pb.gz -- /etc/hostname
+printf 'not a program\n' >"$TMP/data.txt"
+chmod 644 "$TMP/data.txt"
+expect_error exec-not-executable "cannot execute.*Permission denied" "$G" record -o out.pb.gz -- "$TMP/data.txt"
