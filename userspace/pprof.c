@@ -371,6 +371,26 @@ static int build_locations(struct writer *w, const struct profile *p, Perftools_
 	if (err)
 		return err;
 
+	/* pprof names mapping 1 as the profile's "File": the program, not the kernel or the
+	 * synthetic [cuda] frames that lead most stacks. Hand out the user mappings first. */
+	for (uint32_t id = 1; id <= nl; id++) {
+		const struct prof_location *loc = profile__location(p, id);
+		const struct sym_result *r = &loc->sym;
+		struct map_ent mk = {0};
+		uint32_t mid;
+
+		if (loc->kind != PROF_FRAME_USER || !loc->symbolized || r->nframes <= 0)
+			continue;
+		mk.module = r->module ? r->module : "[unknown]";
+		mk.build_id = mk.emit_build_id = r->build_id;
+		mk.start = r->map_start;
+		mk.limit = r->map_limit;
+		mk.offset = r->map_offset;
+		err = map_id(w, &mk, &mid);
+		if (err)
+			return err;
+	}
+
 	for (uint32_t id = 1; id <= nl; id++) {
 		const struct prof_location *loc = profile__location(p, id);
 		const struct sym_result *r = &loc->sym;

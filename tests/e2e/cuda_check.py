@@ -18,8 +18,12 @@ usage: cuda_check.py CMD TRACES [filters...]
   count   print how many matching stacks have a non-zero value
   labels  print the distinct values of label --key among matching non-zero stacks
   stacks  print the matching non-zero stacks (for failure messages)
+  why     the stacks with the same --leaf/--api, other filters dropped (for failure
+          messages)
   dups    print non-zero stacks that have the same frame twice in a row (the
           workloads have no recursion); exit 1 if there are any
+  serve   read queries "CMD<TAB>TRACES<TAB>filter..." from stdin, one answer line each
+          (one python start for a whole test file)
 filters (all must hold):
   --leaf NAME       frame 0 is NAME
   --api NAME        frame 0 or frame 1 is NAME (the synthetic API-function frame)
@@ -28,6 +32,7 @@ filters (all must hold):
   --not-under NAME  no frame after the leaf is NAME
   --label K=V       label K has value V;  --nolabel K: label K is absent
   --key K           (labels) the label to list
+Each TRACES file is read once per process (serve caches it by path).
 A NAME matches a frame equal to it, or the frame's name with its parameter list cut
 off ("launch_a" matches "launch_a(int, float*, float*)"); a NAME ending in "*" matches
 frames starting with the rest. Values with another unit than none, B or ns are an
@@ -146,37 +151,59 @@ def selected(o, labels, frames):
     return True
 
 
-def main():
-    if len(sys.argv) < 3:
-        sys.exit(__doc__)
-    cmd, path = sys.argv[1], sys.argv[2]
-    o = parse_args(sys.argv[3:])
-    sel = [(v, l, f) for v, l, f in blocks(path) if selected(o, l, f)]
+_cache = {}
+
+
+def run(cmd, path, args):
+    """One query; returns (text, exit status)."""
+    o = parse_args(args)
+    if cmd == "why":
+        # the stacks a failed query looked at: same leaf/api, other filters dropped
+        o = dict(parse_args([]), leaf=o["leaf"], api=o["api"])
+        cmd = "stacks"
+    if path not in _cache:
+        _cache[path] = list(blocks(path))
+    sel = [(v, l, f) for v, l, f in _cache[path] if selected(o, l, f)]
     if cmd == "sum":
-        print(sum(v for v, _, _ in sel))
-    elif cmd == "count":
-        print(sum(1 for v, _, _ in sel if v))
-    elif cmd == "labels":
+        return str(sum(v for v, _, _ in sel)), 0
+    if cmd == "count":
+        return str(sum(1 for v, _, _ in sel if v)), 0
+    if cmd == "labels":
         if not o["key"]:
             sys.exit("cuda_check.py: labels needs --key")
-        print(" ".join(sorted({l[o["key"]] for v, l, _ in sel if v and o["key"] in l})))
-    elif cmd == "stacks":
-        for v, l, f in sel:
-            if v:
-                print(f"{v} [{' '.join(f'{k}={x}' for k, x in sorted(l.items()))}] " + " <- ".join(f))
-    elif cmd == "dups":
-        bad = 0
+        return " ".join(sorted({l[o["key"]] for v, l, _ in sel if v and o["key"] in l})), 0
+    if cmd == "stacks":
+        return "\n".join(f"{v} [{' '.join(f'{k}={x}' for k, x in sorted(l.items()))}] " + " <- ".join(f)
+                         for v, l, f in sel if v), 0
+    if cmd == "dups":
+        bad = []
         for v, l, f in sel:
             if not v:
                 continue
             for a, b in zip(f, f[1:]):
                 if a == b:
-                    print(f"{v}: frame '{a}' twice in a row: " + " <- ".join(f))
-                    bad += 1
+                    bad.append(f"{v}: frame '{a}' twice in a row: " + " <- ".join(f))
                     break
-        sys.exit(1 if bad else 0)
-    else:
-        sys.exit(f"cuda_check.py: unknown command {cmd}")
+        return "\n".join(bad), 1 if bad else 0
+    sys.exit(f"cuda_check.py: unknown command {cmd}")
+
+
+def main():
+    if len(sys.argv) >= 2 and sys.argv[1] == "serve":
+        # One query per line, fields separated by tabs: CMD TRACES [filters...];
+        # one answer line each (newlines in it become " ;; "), flushed.
+        for line in sys.stdin:
+            f = line.rstrip("\n").split("\t")
+            text, _ = run(f[0], f[1], f[2:])
+            sys.stdout.write(text.replace("\n", " ;; ") + "\n")
+            sys.stdout.flush()
+        return
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    text, rc = run(sys.argv[1], sys.argv[2], sys.argv[3:])
+    if text:
+        print(text)
+    sys.exit(rc)
 
 
 main()

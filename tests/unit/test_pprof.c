@@ -272,7 +272,8 @@ TEST(go_pprof_raw)
 	CHECK_LINE(out, "8: 0x409999 M=1 " APP "+0x9999", NULL, NULL);
 	CHECK_LINE(out, "9: 0xffffffff81000200 M=2 entry_SYSCALL_64", NULL, NULL);
 	CHECK_LINE(out, "1          0          0: 9 ", NULL, NULL);
-	/* mappings with their build ids */
+	/* mappings with their build ids (go tool pprof numbers them in the order samples
+	 * use them; the file's own order is checked in decode_rules) */
 	CHECK_LINE(out, "1: 0x400000/0x500000/0x0 " APP " " APP_BI, NULL, NULL);
 	CHECK_LINE(out, "2: 0x0/0x0/0x0 [kernel.kallsyms] feedface", NULL, NULL);
 	CHECK_LINE(out, "3: 0x0/0x0/0x0 [cuda]", NULL, NULL);
@@ -479,7 +480,9 @@ TEST(decode_rules)
 		CHECK_STR(S(m, f0->name), "vectorAdd(float*)");
 		CHECK_STR(S(m, f0->system_name), "_Z9vectorAddPf");
 		CHECK_STR(S(m, m->mapping[l->mapping_id - 1]->filename), "[cuda]");
-		mp = m->mapping[3];
+		/* user mappings come first in the file: consumers take mapping 1 as the program */
+		CHECK_STR(S(m, m->mapping[0]->filename), APP);
+		mp = m->mapping[1];
 		CHECK(mp->has_functions && !mp->has_filenames && !mp->has_line_numbers && !mp->has_inline_frames);
 		CHECK_INT(mp->file_offset, 0x1000);
 	}
