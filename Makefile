@@ -34,7 +34,7 @@ WARN := -Wall -Wextra -Werror -Wno-unused-parameter
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fno-omit-frame-pointer -MMD -MP \
 	-I$(BUILD) -I$(BUILD)/proto -Iuserspace -Ibpf -DGPUBPF_VERSION='"$(VERSION)"'
-LDLIBS := -lbpf -lelf -ldw -lz -lprotobuf-c -lstdc++ -lpthread
+LDLIBS := -lbpf -lelf -ldw -lz -lprotobuf-c -lstdc++ -lpthread -lm
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Ivmlinux/$(ARCH) -Ibpf -I$(BUILD)

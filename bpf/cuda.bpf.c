@@ -78,6 +78,7 @@ struct {
 /* Counted calls whose aggregation entry could not be created, and lost name events. */
 __u64 dropped_calls = 0;
 __u64 lost_events = 0;
+__u64 calib_hits = 0;
 
 /* Runtime errors that only say "no GPU or driver here" (cudaErrorInsufficientDriver,
  * cudaErrorNoDevice, CUDA_ERROR_STUB_LIBRARY, CUDA_ERROR_NO_DEVICE): the call is still the
@@ -156,6 +157,13 @@ static __always_inline int enter(struct pt_regs *ctx)
 	struct pending pend = {};
 	__u64 bytes = 0;
 
+	if (cls == CC_CALIBRATE) {
+		/* The work of a counted call (stack capture, map update), on gpubpf itself. */
+		key.ustack = capture_ustack(ctx, buf_active & 1);
+		if (!bpf_map_lookup_elem(&rt_frames, &tid))
+			__sync_fetch_and_add(&calib_hits, 1);
+		return 0;
+	}
 	if (!is_target(tgid))
 		return 0;
 	if (nested_call(ctx, tid, CUDA_COOKIE_RUNTIME(cookie)))

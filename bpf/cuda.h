@@ -27,6 +27,7 @@ enum cuda_class {
 	CC_NAME_MODULE,       /* cuModuleGetFunction / cuLibraryGetKernel (out, mod, name): learn a name */
 	CC_NAME_KERNEL_FN,    /* cuKernelGetFunction (out CUfunction, CUkernel) */
 	CC_NAME_RT_KERNEL,    /* __cudaGetKernel (out cudaKernel_t, hostFun) */
+	CC_CALIBRATE,         /* gpubpf's own calibration target: the cost of a hit */
 };
 
 /* The attach cookie: which function (index into userspace's table) and how to decode it. */

@@ -6,6 +6,7 @@ reports the median wall time of each and their ratio. gpubpf's own CPU time and 
 RSS over a long recording are read with getrusage of the gpubpf child.
 """
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -20,10 +21,14 @@ RUNS = int(os.environ.get("BENCH_RUNS", "7"))
 results = []
 
 
-def wall(cmd):
-    t0 = time.monotonic()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    return time.monotonic() - t0
+def own_time(cmd):
+    """The workload's own elapsed time, as it reports it ("... in 1.234 s"): what the
+    target loses, without gpubpf's start-up and write-out around it."""
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
+    m = re.search(r"in ([0-9.]+) s", out)
+    if not m:
+        sys.exit(f"cannot read the elapsed time from: {out!r}")
+    return float(m.group(1))
 
 
 def side_by_side(name, workload, record_args, target):
@@ -31,8 +36,8 @@ def side_by_side(name, workload, record_args, target):
     alone, under = [], []
     out = tempfile.mktemp(suffix=".pb.gz")
     for i in range(RUNS):
-        alone.append(wall(workload))
-        under.append(wall([G, "record", *record_args, "-o", out, "--", *workload]))
+        alone.append(own_time(workload))
+        under.append(own_time([G, "record", *record_args, "-o", out, "--", *workload]))
     os.unlink(out)
     ratio = statistics.median(under) / statistics.median(alone)
     line = (f"{name}: alone {statistics.median(alone):.3f} s, with gpubpf {statistics.median(under):.3f} s, "

@@ -31,7 +31,8 @@ void cli__usage_record(FILE *f)
 {
 	fprintf(f,
 		"Usage: gpubpf record [-p PID[,PID...] | -a | -- COMMAND [ARGS...]] [-F HZ] [-d SECONDS]\n"
-		"                     [-o FILE] [--format pprof|folded] [--no-inherit] [-v]\n"
+		"                     [-o FILE] [--format pprof|folded] [--no-inherit]\n"
+		"                     [--overhead-budget PCT | --exact] [-v]\n"
 		"\n"
 		"Samples CPU stacks of the targets and writes one profile when recording ends:\n"
 		"at Ctrl-C or SIGTERM, when -d expires, or when every target has exited.\n"
@@ -49,6 +50,12 @@ void cli__usage_record(FILE *f)
 		"      --format FMT        pprof (gzipped protobuf, default) or folded (flamegraph.pl,\n"
 		"                          speedscope: one \"process;frame;...;leaf COUNT\" line per stack)\n"
 		"      --no-inherit        do not follow children forked after attach\n"
+		"      --overhead-budget PCT  keep gpubpf's estimated cost to every target thread under\n"
+		"                          PCT percent of its time (default 1): hot CUDA probe groups\n"
+		"                          (launches, copies) are attached in windows and their counts\n"
+		"                          scaled to estimates; rare ones stay attached\n"
+		"      --exact             every CUDA probe attached all the time: exact counts, at a\n"
+		"                          cost of a few microseconds per traced call\n"
 		"  -v, --verbose           debug messages, including libbpf's\n"
 		"  -h, --help              this help\n"
 		"\n"
@@ -120,7 +127,7 @@ static int parse_pids(const char *arg, struct record_opts *o)
 	return err;
 }
 
-enum { OPT_FORMAT = 256, OPT_NO_INHERIT };
+enum { OPT_FORMAT = 256, OPT_NO_INHERIT, OPT_BUDGET, OPT_EXACT };
 
 int cli__parse_record(int argc, char **argv, struct record_opts *o)
 {
@@ -129,7 +136,8 @@ int cli__parse_record(int argc, char **argv, struct record_opts *o)
 		{"freq", required_argument, NULL, 'F'},     {"duration", required_argument, NULL, 'd'},
 		{"output", required_argument, NULL, 'o'},   {"format", required_argument, NULL, OPT_FORMAT},
 		{"no-inherit", no_argument, NULL, OPT_NO_INHERIT}, {"verbose", no_argument, NULL, 'v'},
-		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+		{"help", no_argument, NULL, 'h'},           {"overhead-budget", required_argument, NULL, OPT_BUDGET},
+		{"exact", no_argument, NULL, OPT_EXACT},    {NULL, 0, NULL, 0},
 	};
 	int c, modes;
 	long l;
@@ -138,6 +146,7 @@ int cli__parse_record(int argc, char **argv, struct record_opts *o)
 	o->freq = 99;
 	o->output = "gpubpf.pb.gz";
 	o->inherit = true;
+	o->budget = 1.0;
 	o->argc = argc;
 	o->argv = argv;
 
@@ -185,6 +194,15 @@ int cli__parse_record(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_NO_INHERIT:
 			o->inherit = false;
+			break;
+		case OPT_BUDGET:
+			if (cli__parse_double(optarg, 0.01, 100, &o->budget)) {
+				pr_err("record: invalid --overhead-budget '%s': expected a percentage, 0.01..100", optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_EXACT:
+			o->exact = true;
 			break;
 		case 'v':
 			o->verbose = true;

@@ -23,6 +23,8 @@ struct record_opts {
 	const char *output;   /* -o */
 	enum out_format format;
 	bool inherit;         /* follow children (off with --no-inherit) */
+	double budget;        /* --overhead-budget, percent of each target thread's time */
+	bool exact;           /* --exact: every probe attached all the time */
 	bool verbose;         /* -v */
 	bool help;            /* --help was asked: print usage, exit 0 */
 	int argc;             /* the full command line, for the profile's comments */

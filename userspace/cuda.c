@@ -2,12 +2,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -18,6 +20,7 @@
 #include "cuda_api.h"
 #include "demangle.h"
 #include "elfsym.h"
+#include "governor.h"
 #include "hmap.h"
 #include "links.h"
 #include "log.h"
@@ -35,9 +38,17 @@ struct cuda_tracer {
 	struct cuda_bpf *skel;
 	struct bpf_link **links;
 	size_t nlinks, caplinks;
-	bool multi;     /* uprobe_multi links (fds in mfds) rather than single uprobes */
-	int *mfds;
-	size_t nmfds, capmfds;
+	bool multi;     /* uprobe_multi links per object and group, rather than single uprobes */
+	struct cobj **objs;
+	size_t nobjs, capobjs;
+	bool group_on[CG__COUNT];       /* groups currently attached */
+	double on_since[CG__COUNT];     /* when an attached group was attached */
+	double attached_s[CG__COUNT];   /* attached seconds since the last drain */
+	double last_drain;
+	struct governor *gov;           /* rates are reported here */
+	bool scaled;                    /* windowed: scale counts by attached time */
+	double scale[CG__COUNT];        /* this drain's estimate factor per group */
+	struct hmap tidhits;            /* (tid, group) -> hits in this drain */
 	int probes;
 	struct hmap scanned;   /* (attach pid or 0, dev, inode) -> 1 */
 	struct hmap names;     /* (tgid, handle, 0) -> char * name (driver functions, kernels) */
@@ -47,21 +58,139 @@ struct cuda_tracer {
 	uint64_t calls;
 };
 
+/* A probed object of one process (or of all, under -a): its entry points by group, and
+ * the uprobe_multi links of the groups attached now. The fd stays open so a group can be
+ * attached again through /proc/self/fd at the next window. */
+struct cobj {
+	int pid;
+	int fd;
+	char path[32];
+	uint32_t cnt[CG__COUNT][2];
+	uint64_t *offs[CG__COUNT][2];
+	uint64_t *cookies[CG__COUNT][2];
+	int link[CG__COUNT][2]; /* -1: detached */
+};
+
 static void on_change(void *ctx, int pid);
 
-static int add_mfd(struct cuda_tracer *c, int fd)
+static double mono_now(void)
 {
-	if (c->nmfds == c->capmfds) {
-		size_t ncap = c->capmfds ? c->capmfds * 2 : 32;
-		int *n = realloc(c->mfds, ncap * sizeof(*n));
+	struct timespec ts;
 
-		if (!n)
-			return -ENOMEM;
-		c->mfds = n;
-		c->capmfds = ncap;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Closing a uprobe link waits for a grace period (~80 ms here): close detached windows'
+ * links on a thread of their own so the window schedule holds. */
+struct close_batch {
+	size_t n;
+	int fds[];
+};
+
+static void *close_fds(void *arg)
+{
+	struct close_batch *b = arg;
+
+	for (size_t i = 0; i < b->n; i++)
+		close(b->fds[i]);
+	free(b);
+	return NULL;
+}
+
+static void close_async(struct close_batch *b)
+{
+	pthread_attr_t a;
+	pthread_t t;
+
+	if (!b || !b->n) {
+		free(b);
+		return;
 	}
-	c->mfds[c->nmfds++] = fd;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &a, close_fds, b) != 0)
+		close_fds(b);
+	pthread_attr_destroy(&a);
+}
+
+static int group_attach(struct cuda_tracer *c, struct cobj *o, int g)
+{
+	for (int ret = 0; ret <= 1; ret++) {
+		int fd;
+
+		if (!o->cnt[g][ret] || o->link[g][ret] >= 0)
+			continue;
+		fd = umulti__attach(
+			bpf_program__fd(ret ? c->skel->progs.cuda_exit_multi : c->skel->progs.cuda_enter_multi),
+			o->path, o->offs[g][ret], o->cookies[g][ret], o->cnt[g][ret], ret, o->pid);
+		if (fd < 0)
+			return fd;
+		o->link[g][ret] = fd;
+	}
 	return 0;
+}
+
+void cuda__set_group(struct cuda_tracer *c, int g, bool on)
+{
+	struct close_batch *b = NULL;
+	double now = mono_now();
+
+	if (!c->multi || g < 0 || g >= CG__COUNT || c->group_on[g] == on)
+		return;
+	if (on) {
+		for (size_t i = 0; i < c->nobjs; i++) {
+			int err = group_attach(c, c->objs[i], g);
+
+			if (err)
+				pr_debug("cannot attach %s probes to pid %d: %s", cuda_group_names[g], c->objs[i]->pid,
+					 strerror(-err));
+		}
+		/* The window opens when the probes are in, not when we began putting them in. */
+		c->on_since[g] = mono_now();
+	} else {
+		b = malloc(sizeof(*b) + sizeof(int) * 2 * c->nobjs);
+		if (b)
+			b->n = 0;
+		for (size_t i = 0; i < c->nobjs; i++) {
+			for (int ret = 0; ret <= 1; ret++) {
+				int fd = c->objs[i]->link[g][ret];
+
+				if (fd < 0)
+					continue;
+				c->objs[i]->link[g][ret] = -1;
+				if (b)
+					b->fds[b->n++] = fd;
+				else
+					close(fd);
+			}
+		}
+		close_async(b);
+		c->attached_s[g] += now - c->on_since[g];
+	}
+	c->group_on[g] = on;
+}
+
+bool cuda__windowed(const struct cuda_tracer *c)
+{
+	return c->multi;
+}
+
+static void cobj_free(struct cobj *o)
+{
+	if (!o)
+		return;
+	for (int g = 0; g < CG__COUNT; g++) {
+		for (int r = 0; r <= 1; r++) {
+			if (o->link[g][r] >= 0)
+				close(o->link[g][r]);
+			free(o->offs[g][r]);
+			free(o->cookies[g][r]);
+		}
+	}
+	if (o->fd >= 0)
+		close(o->fd);
+	free(o);
 }
 
 static int add_link(struct cuda_tracer *c, struct bpf_link *l)
@@ -145,6 +274,12 @@ struct cuda_tracer *cuda__new(struct session *s, int targets_fd, int comms_fd)
 		goto fail;
 	}
 	procs__set_on_change(s->procs, on_change, c);
+	c->last_drain = mono_now();
+	for (int g = 0; g < CG__COUNT; g++) {
+		c->group_on[g] = true;
+		c->on_since[g] = c->last_drain;
+		c->scale[g] = 1;
+	}
 	err = procs__add_ringbuf(s->procs, bpf_map__fd(c->skel->maps.cuda_events), on_event, c);
 	if (err) {
 		pr_err("cannot poll the CUDA event ring buffer: %s", strerror(-err));
@@ -165,48 +300,76 @@ void cuda__free(struct cuda_tracer *c)
 	 * the end, after the profile is safe. */
 	links__destroy_all(c->links, c->nlinks);
 	free(c->links);
-	for (size_t i = 0; i < c->nmfds; i++)
-		close(c->mfds[i]);
-	free(c->mfds);
+	for (size_t i = 0; i < c->nobjs; i++)
+		cobj_free(c->objs[i]);
+	free(c->objs);
 	hmap_for_each(&c->names, e) free((char *)(uintptr_t)e->val);
 	hmap__clear(&c->names);
 	hmap__clear(&c->kfuncs);
 	hmap__clear(&c->rtkernels);
 	hmap__clear(&c->scanned);
+	hmap__clear(&c->tidhits);
 	cuda_bpf__destroy(c->skel);
 	free(c);
 }
 
-/* One link for the entry probes and one for the return probes of the object. */
-static int attach_multi(struct cuda_tracer *c, int pid, const char *path, const struct elfsym_want *want, int n)
+/* Keep the object (and its fd) and attach the groups that are on now: an entry link and
+ * a return link per group. */
+static int attach_multi(struct cuda_tracer *c, int pid, int fd, const struct elfsym_want *want, int n)
 {
-	uint64_t offs[256], cookies[256];
+	struct cobj *o = calloc(1, sizeof(*o));
 	int attached = 0;
 
-	for (int ret = 0; ret <= 1; ret++) {
-		uint32_t cnt = 0;
-		int fd;
+	if (!o)
+		return -ENOMEM;
+	o->pid = pid;
+	o->fd = dup(fd);
+	if (o->fd < 0) {
+		free(o);
+		return -errno;
+	}
+	snprintf(o->path, sizeof(o->path), "/proc/self/fd/%d", o->fd);
+	for (int g = 0; g < CG__COUNT; g++) {
+		for (int ret = 0; ret <= 1; ret++) {
+			o->link[g][ret] = -1;
+			o->offs[g][ret] = calloc((size_t)n, sizeof(uint64_t));
+			o->cookies[g][ret] = calloc((size_t)n, sizeof(uint64_t));
+			if (!o->offs[g][ret] || !o->cookies[g][ret]) {
+				cobj_free(o);
+				return -ENOMEM;
+			}
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		const struct cuda_api *a = &cuda_apis[i];
 
-		for (int i = 0; i < n; i++) {
-			if (!want[i].offset || (ret && !cuda_apis[i].retprobe))
-				continue;
-			offs[cnt] = want[i].offset;
-			cookies[cnt] = cuda_api__cookie(i);
-			cnt++;
-		}
-		if (!cnt)
+		if (!want[i].offset)
 			continue;
-		fd = umulti__attach(bpf_program__fd(ret ? c->skel->progs.cuda_exit_multi : c->skel->progs.cuda_enter_multi),
-				    path, offs, cookies, cnt, ret, pid);
-		if (fd < 0) {
-			pr_warn("cannot attach CUDA probes to pid %d: %s", pid, strerror(-fd));
-			continue;
+		for (int ret = 0; ret <= (int)a->retprobe; ret++) {
+			uint32_t k = o->cnt[a->group][ret]++;
+
+			o->offs[a->group][ret][k] = want[i].offset;
+			o->cookies[a->group][ret][k] = cuda_api__cookie(i);
+			attached++;
 		}
-		if (add_mfd(c, fd)) {
-			close(fd);
+	}
+	if (c->nobjs == c->capobjs) {
+		size_t ncap = c->capobjs ? c->capobjs * 2 : 16;
+		struct cobj **nv = realloc(c->objs, ncap * sizeof(*nv));
+
+		if (!nv) {
+			cobj_free(o);
 			return -ENOMEM;
 		}
-		attached += (int)cnt;
+		c->objs = nv;
+		c->capobjs = ncap;
+	}
+	c->objs[c->nobjs++] = o;
+	for (int g = 0; g < CG__COUNT; g++) {
+		int err = c->group_on[g] ? group_attach(c, o, g) : 0;
+
+		if (err)
+			pr_warn("cannot attach CUDA %s probes to pid %d: %s", cuda_group_names[g], pid, strerror(-err));
 	}
 	return attached;
 }
@@ -267,7 +430,7 @@ static int attach_object(struct cuda_tracer *c, int pid, int fd, const char *sho
 			return 0;
 	}
 	if (c->multi) {
-		attached = attach_multi(c, pid, path, want, n);
+		attached = attach_multi(c, pid, fd, want, n);
 		if (attached < 0)
 			return attached;
 	} else {
@@ -457,6 +620,17 @@ static int add_cuda_sample(struct cuda_tracer *c, const struct cuda_key *k, cons
 			values[s->t_gpu_alloc] = (int64_t)v->bytes;
 		break;
 	}
+	/* Windowed groups saw part of the time: scale to an estimate of all of it. */
+	if (!inuse && c->scale[a->group] != 1) {
+		for (int t = 0; t < profile__num_types(s->prof); t++)
+			values[t] = llround((double)values[t] * c->scale[a->group]);
+	}
+	if (!inuse) {
+		uint64_t h = 0;
+
+		hmap__get(&c->tidhits, k->tid, a->group, 3, &h);
+		hmap__put(&c->tidhits, k->tid, a->group, 3, h + v->calls);
+	}
 	/* The API function itself, under the GPU-side effect. */
 	leaf[nleaf++] = (struct prof_frame){.kind = PROF_FRAME_SYNTH, .name = a->name};
 	if ((a->group == CG_LAUNCH || a->group == CG_COPY) && k->stream > 2) {
@@ -509,20 +683,155 @@ static int drain_buffer(struct cuda_tracer *c, unsigned buf)
 	return err;
 }
 
+/* Close the books on the attached time of every group up to now, and set this drain's
+ * scale factors: counts gathered in windows estimate the whole interval. */
+static double settle_windows(struct cuda_tracer *c)
+{
+	double now = mono_now(), elapsed = now - c->last_drain;
+
+	for (int g = 0; g < CG__COUNT; g++) {
+		if (c->group_on[g]) {
+			c->attached_s[g] += now - c->on_since[g];
+			c->on_since[g] = now;
+		}
+		c->scale[g] = c->scaled ? governor__scale(c->attached_s[g], elapsed) : 1;
+	}
+	return now;
+}
+
+/* Feed the governor: the busiest thread's hits per attached second, per group. */
+static void observe_rates(struct cuda_tracer *c)
+{
+	double max[CG__COUNT] = {0};
+
+	hmap_for_each(&c->tidhits, e) {
+		if (e->k[1] < CG__COUNT && (double)e->val > max[e->k[1]])
+			max[e->k[1]] = (double)e->val;
+	}
+	hmap__clear(&c->tidhits);
+	for (int g = 0; c->gov && g < CG__COUNT && g < c->gov->ngroups; g++) {
+		if (c->attached_s[g] > 0)
+			governor__observe(c->gov, g, max[g], c->attached_s[g]);
+	}
+}
+
 int cuda__drain(struct cuda_tracer *c, bool final)
 {
 	unsigned old = c->skel->bss->buf_active & 1;
 	struct timespec ts = {0, 2 * 1000 * 1000};
+	double now;
 	int err;
 
 	c->skel->bss->buf_active = !old;
 	nanosleep(&ts, NULL);
+	now = settle_windows(c);
 	err = drain_buffer(c, old);
-	if (err || !final)
-		return err;
-	c->skel->bss->buf_active = old;
-	nanosleep(&ts, NULL);
-	return drain_buffer(c, !old);
+	if (!err && final) {
+		c->skel->bss->buf_active = old;
+		nanosleep(&ts, NULL);
+		err = drain_buffer(c, !old);
+	}
+	observe_rates(c);
+	for (int g = 0; g < CG__COUNT; g++)
+		c->attached_s[g] = 0;
+	c->last_drain = now;
+	return err;
+}
+
+void cuda__set_governor(struct cuda_tracer *c, struct governor *gov, bool windowed)
+{
+	c->gov = gov;
+	c->scaled = windowed;
+}
+
+void cuda__start(struct cuda_tracer *c)
+{
+	/* Time before the recording (calibration, a command held at its gate) had probes
+	 * attached but nothing to count: it must not dilute the first estimate. */
+	c->last_drain = mono_now();
+	for (int g = 0; g < CG__COUNT; g++) {
+		c->attached_s[g] = 0;
+		c->on_since[g] = c->last_drain;
+	}
+}
+
+bool cuda__group_on(const struct cuda_tracer *c, int g)
+{
+	return g >= 0 && g < CG__COUNT && c->group_on[g];
+}
+
+/* gpubpf's own function, probed at start-up to measure what one hit costs here. */
+__attribute__((noinline, used)) void gpubpf_calibration_target(volatile int *x)
+{
+	(*x)++;
+}
+
+static double time_calls(int n)
+{
+	volatile int x = 0;
+	double t0 = mono_now();
+
+	for (int i = 0; i < n; i++)
+		gpubpf_calibration_target(&x);
+	return mono_now() - t0;
+}
+
+double cuda__calibrate(struct cuda_tracer *c)
+{
+	struct elfsym_want w = {.name = "gpubpf_calibration_target"};
+	uint64_t cookie = CUDA_COOKIE(0xffff, CC_CALIBRATE, 0, 0, 0, 0);
+	const int n = 4000;
+	double base = 1e9, probed = 1e9, cost;
+	struct bpf_link *l = NULL;
+	int fd, lfd = -1;
+
+	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || elfsym__lookup_fd(fd, &w, 1) != 1) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (c->multi) {
+		lfd = umulti__attach(bpf_program__fd(c->skel->progs.cuda_enter_multi), "/proc/self/exe", &w.offset,
+				     &cookie, 1, false, getpid());
+	} else {
+		LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie);
+
+		l = bpf_program__attach_uprobe_opts(c->skel->progs.cuda_enter, getpid(), "/proc/self/exe",
+						    (size_t)w.offset, &opts);
+	}
+	close(fd);
+	if (lfd < 0 && !l)
+		return -1;
+	/* Best of three: the least disturbed run is the closest to the real cost. */
+	for (int r = 0; r < 3; r++) {
+		double t = time_calls(n);
+
+		if (t < probed)
+			probed = t;
+	}
+	if (lfd >= 0) {
+		struct close_batch *b = malloc(sizeof(*b) + sizeof(int));
+
+		if (b) {
+			b->n = 1;
+			b->fds[0] = lfd;
+			close_async(b);
+		} else {
+			close(lfd);
+		}
+	}
+	bpf_link__destroy(l);
+	for (int r = 0; r < 3; r++) {
+		double t = time_calls(n);
+
+		if (t < base)
+			base = t;
+	}
+	if (c->skel->bss->calib_hits < (uint64_t)n)
+		return -1;
+	cost = (probed - base) / n;
+	return cost > 0 ? cost : -1;
 }
 
 int cuda__finish(struct cuda_tracer *c)

@@ -29,7 +29,23 @@ void cuda__free(struct cuda_tracer *c);
  * yet, and attach probes there. Cheap when nothing new is mapped: call it every tick. */
 int cuda__scan(struct cuda_tracer *c);
 
+/* Move what the kernel aggregated into the profile; counts of windowed groups are scaled
+ * by elapsed/attached time. final: drain both buffers. */
 int cuda__drain(struct cuda_tracer *c, bool final);
+
+/* Overhead budget: probe groups (enum cuda_group) attached in windows. Only where the
+ * kernel has uprobe_multi links (cuda__windowed); otherwise every probe stays attached. */
+struct governor;
+bool cuda__windowed(const struct cuda_tracer *c);
+/* Report hit rates to GOV; with WINDOWED, also scale counts by attached time. */
+void cuda__set_governor(struct cuda_tracer *c, struct governor *gov, bool windowed);
+/* The recording starts now: window accounting begins here. */
+void cuda__start(struct cuda_tracer *c);
+void cuda__set_group(struct cuda_tracer *c, int group, bool on);
+bool cuda__group_on(const struct cuda_tracer *c, int group);
+/* Seconds one probe hit costs the calling thread, measured on a function of gpubpf's
+ * own; negative when it cannot be measured. */
+double cuda__calibrate(struct cuda_tracer *c);
 /* At the end: allocations still live become gpu_inuse samples under their stacks. */
 int cuda__finish(struct cuda_tracer *c);
 void cuda__stats(struct cuda_tracer *c, struct cuda_stats *out);

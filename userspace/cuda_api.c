@@ -15,6 +15,8 @@
 #define DCPY(n, d, a) {.name = n, .cls = CC_DRV_MEMCPY, .dir = d, .async = a, .group = CG_COPY}
 #define DSET(n, e, a) {.name = n, .cls = CC_DRV_MEMSET, .elem = e, .async = a, .group = CG_COPY}
 
+const char *const cuda_group_names[CG__COUNT] = {"launches", "copies", "syncs", "allocations", "names"};
+
 const struct cuda_api cuda_apis[] = {
 	/* runtime: launches */
 	RT("cudaLaunchKernel", CC_RT_LAUNCH, CG_LAUNCH),

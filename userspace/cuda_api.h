@@ -28,6 +28,7 @@ struct cuda_api {
 	uint8_t group;   /* enum cuda_group */
 };
 
+extern const char *const cuda_group_names[CG__COUNT];
 extern const struct cuda_api cuda_apis[];
 extern const int cuda_num_apis;
 

@@ -14,6 +14,8 @@
 #include "cli.h"
 #include "cpu.h"
 #include "cuda.h"
+#include "cuda_api.h"
+#include "governor.h"
 #include "folded.h"
 #include "log.h"
 #include "outfile.h"
@@ -87,7 +89,26 @@ static int write_cb(void *ctx, FILE *f)
 	return pprof__write(w->s->prof, f);
 }
 
-static void add_comments(struct session *s, const struct cpu_stats *st, const struct cuda_stats *cs, double secs)
+/* "launches 2.1%, copies 100%, ..." */
+static void duty_text(const struct governor *gv, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (int g = 0; g < gv->ngroups && off < len; g++) {
+		int n;
+
+		if (gv->g[g].always)
+			continue;
+		n = snprintf(buf + off, len - off, "%s%s %.3g%%", off ? ", " : "", gv->g[g].name, 100 * gv->g[g].duty);
+		if (n < 0)
+			break;
+		off += (size_t)n;
+	}
+}
+
+static void add_comments(struct session *s, const struct cpu_stats *st, const struct cuda_stats *cs, double secs,
+			 const struct governor *gv, bool windowed)
 {
 	const struct record_opts *o = s->opts;
 	char cmd[1024];
@@ -108,14 +129,99 @@ static void add_comments(struct session *s, const struct cpu_stats *st, const st
 	profile__add_comment(s->prof, "cpu: %llu samples, %llu stacks lost, %llu samples dropped, %llu truncated",
 			     (unsigned long long)st->samples, (unsigned long long)st->lost_stacks,
 			     (unsigned long long)st->dropped, (unsigned long long)s->truncated_stacks);
-	if (cs->objects)
+	if (cs->objects) {
+		char duty[256];
+
 		profile__add_comment(s->prof,
-				     "cuda: exact counts; %llu calls traced by %d probes in %d objects, %llu dropped, "
-				     "%llu stacks lost, %llu name events lost",
+				     "cuda: %llu calls traced by %d probes in %d objects, %llu dropped, %llu stacks lost, "
+				     "%llu name events lost",
 				     (unsigned long long)cs->calls, cs->probes, cs->objects, (unsigned long long)cs->dropped,
 				     (unsigned long long)cs->lost_stacks, (unsigned long long)cs->lost_events);
-	else
+		duty_text(gv, duty, sizeof(duty));
+		if (windowed)
+			profile__add_comment(s->prof,
+					     "cuda: sampled windows under a %.3g%% overhead budget; last duty cycles: %s "
+					     "(syncs, allocations and name lookups always attached); counts and bytes of "
+					     "windowed groups are scaled to estimates of the whole recording; estimated "
+					     "overhead %.3g%% of the busiest target thread; one probe hit costs %.2f us here",
+					     s->opts->budget, duty, 100 * governor__overhead(gv), gv->cost_per_hit * 1e6);
+		else
+			profile__add_comment(s->prof,
+					     "cuda: exact counts (%s): every probe attached all the time; estimated "
+					     "overhead %.3g%% of the busiest target thread; one probe hit costs %.2f us here",
+					     s->opts->exact ? "--exact" : "this kernel has no uprobe_multi links",
+					     100 * governor__overhead(gv), gv->cost_per_hit * 1e6);
+	} else
 		profile__add_comment(s->prof, "cuda: no CUDA runtime or driver entry points found in the targets");
+}
+
+/* Length of one window period: 1 s; GPUBPF_WINDOW_PERIOD (seconds) shortens it so tests
+ * see many periods in a few seconds. */
+static double window_period(void)
+{
+	const char *e = getenv("GPUBPF_WINDOW_PERIOD");
+	double v;
+
+	if (e && cli__parse_double(e, 0.01, 60, &v) == 0)
+		return v;
+	return 1.0;
+}
+
+static void setup_governor(struct governor *gv, const struct record_opts *o, struct cuda_tracer *cuda, bool windowed)
+{
+	double cost = cuda__calibrate(cuda);
+
+	if (cost <= 0) {
+		/* What DESIGN measured here; said in the comments with the rest. */
+		cost = 5e-6;
+		pr_warn("cannot measure the cost of a probe hit; assuming %.1f us", cost * 1e6);
+	}
+	pr_debug("one probe hit costs %.2f us", cost * 1e6);
+	gv->budget = o->budget / 100;
+	gv->cost_per_hit = cost;
+	/* A CPU sample interrupts a thread at most freq times a second. */
+	gv->cpu_cost = o->freq * cost;
+	gv->min_duty = 0.005;
+	/* Until a group's rate is measured it stays attached: a short program is then counted
+	 * exactly, and the first window measures what the next ones cost. */
+	gv->probe_duty = 1;
+	gv->exact = !windowed;
+	gv->ngroups = CG__COUNT;
+	for (int g = 0; g < CG__COUNT; g++)
+		gv->g[g].name = cuda_group_names[g];
+	/* Frees must meet their allocations for gpu_inuse, and name lookups teach kernel
+	 * names: both rare, both always attached. */
+	gv->g[CG_ALLOC].always = true;
+	gv->g[CG_NAME].always = true;
+	governor__plan(gv);
+	cuda__set_governor(cuda, gv, windowed);
+}
+
+/* Open and close the probe windows that are due; at each period's start, plan anew. */
+static double run_windows(struct cuda_tracer *cuda, struct governor *gv, double *off_at, double *next_window,
+			  double period, double t)
+{
+	double next = *next_window;
+
+	for (int g = 0; g < gv->ngroups; g++) {
+		if (off_at[g] > 0 && t >= off_at[g]) {
+			cuda__set_group(cuda, g, false);
+			off_at[g] = 0;
+		}
+	}
+	if (t >= *next_window) {
+		governor__plan(gv);
+		for (int g = 0; g < gv->ngroups; g++) {
+			cuda__set_group(cuda, g, true);
+			off_at[g] = gv->g[g].duty >= 1 ? 0 : t + gv->g[g].duty * period;
+		}
+		*next_window = t + period;
+		next = *next_window;
+	}
+	for (int g = 0; g < gv->ngroups; g++)
+		if (off_at[g] > 0 && off_at[g] < next)
+			next = off_at[g];
+	return next;
 }
 
 static int setup_profile(struct session *s)
@@ -159,6 +265,9 @@ int record__main(int argc, char **argv)
 	struct cuda_tracer *cuda = NULL;
 	struct cpu_stats st = {0};
 	struct cuda_stats cs = {0};
+	struct governor gov = {0};
+	double off_at[GOV_MAX_GROUPS] = {0}, next_window = 0, period = window_period();
+	bool windowed = false;
 	struct status status;
 	struct write_ctx w = {.s = &s};
 	double start, next_tick, elapsed;
@@ -240,6 +349,8 @@ int record__main(int argc, char **argv)
 		err = -errno;
 		goto cleanup;
 	}
+	windowed = !o.exact && cuda__windowed(cuda);
+	setup_governor(&gov, &o, cuda, windowed);
 	cuda__scan(cuda);
 	/* Probes are in place: let the command run. */
 	if (o.command) {
@@ -251,15 +362,25 @@ int record__main(int argc, char **argv)
 	}
 
 	start = now_s();
+	cuda__start(cuda);
 	profile__set_time(s.prof, wall_ns(), 0);
 	status__init(&status, target_desc(&o, desc, sizeof(desc)));
 	next_tick = start + 1.0;
 	pr_debug("recording %s", desc);
 
+	next_window = start;
 	while (!stop_signals) {
-		double t;
+		double t = now_s();
+		int timeout = 100;
 
-		procs__poll(s.procs, 100);
+		if (windowed) {
+			double next = run_windows(cuda, &gov, off_at, &next_window, period, t);
+			int ms = (int)((next - t) * 1000) + 1;
+
+			if (ms < timeout)
+				timeout = ms > 0 ? ms : 1;
+		}
+		procs__poll(s.procs, timeout);
 		t = now_s();
 		if (o.duration > 0 && t - start >= o.duration)
 			break;
@@ -283,8 +404,16 @@ int record__main(int argc, char **argv)
 			/* Resolve while the targets live: exited processes keep their names. */
 			profile__symbolize(s.prof, s.syms);
 			cpu__stats(cpu, &st);
-			status__update(&status, t - start, procs__num_live(s.procs), st.samples,
-				       st.lost_stacks + st.dropped + procs__lost_events(s.procs));
+			{
+				char extra[256];
+				char duty[200];
+
+				duty_text(&gov, duty, sizeof(duty));
+				snprintf(extra, sizeof(extra), "  overhead ~%.2g%%%s%s%s", 100 * governor__overhead(&gov),
+					 windowed ? " (" : "", windowed ? duty : "", windowed ? ")" : "");
+				status__update(&status, t - start, procs__num_live(s.procs), st.samples,
+					       st.lost_stacks + st.dropped + procs__lost_events(s.procs), extra);
+			}
 		} else if (!o.all && procs__num_live(s.procs) == 0) {
 			/* An exit event arrived: confirm and stop without waiting for the tick. */
 			if (procs__refresh(s.procs) == 0) {
@@ -324,7 +453,7 @@ int record__main(int argc, char **argv)
 		profile__time(s.prof, &t0, &d);
 		profile__set_time(s.prof, t0, (int64_t)(elapsed * 1e9));
 	}
-	add_comments(&s, &st, &cs, elapsed);
+	add_comments(&s, &st, &cs, elapsed, &gov, windowed);
 
 	err = outfile__write(o.output, write_cb, &w);
 	if (err) {
@@ -336,8 +465,15 @@ int record__main(int argc, char **argv)
 	if (st.lost_stacks || st.dropped)
 		fprintf(stderr, ", %llu stacks lost, %llu samples dropped", (unsigned long long)st.lost_stacks,
 			(unsigned long long)st.dropped);
-	if (cs.objects)
-		fprintf(stderr, ", %llu CUDA calls", (unsigned long long)cs.calls);
+	if (cs.objects) {
+		char duty[200];
+
+		duty_text(&gov, duty, sizeof(duty));
+		fprintf(stderr, ", %llu CUDA calls traced", (unsigned long long)cs.calls);
+		if (windowed)
+			fprintf(stderr, " in windows (%s; estimates scaled)", duty);
+		fprintf(stderr, ", overhead ~%.2g%%", 100 * governor__overhead(&gov));
+	}
 	if (procs__lost_events(s.procs))
 		fprintf(stderr, ", %llu process events lost", procs__lost_events(s.procs));
 	fputc('\n', stderr);

@@ -11,12 +11,13 @@ void status__init(struct status *st, const char *what)
 	st->what = what;
 }
 
-void status__update(struct status *st, double elapsed, int targets, uint64_t samples, uint64_t lost)
+void status__update(struct status *st, double elapsed, int targets, uint64_t samples, uint64_t lost,
+		    const char *extra)
 {
 	if (!st->tty)
 		return;
-	fprintf(stderr, "\r\033[Kgpubpf: recording %s  %.0fs  targets %d  samples %llu  lost %llu  (Ctrl-C to stop)",
-		st->what, elapsed, targets, (unsigned long long)samples, (unsigned long long)lost);
+	fprintf(stderr, "\r\033[Kgpubpf: recording %s  %.0fs  targets %d  samples %llu  lost %llu%s  (Ctrl-C to stop)",
+		st->what, elapsed, targets, (unsigned long long)samples, (unsigned long long)lost, extra ? extra : "");
 	fflush(stderr);
 	st->shown = true;
 }

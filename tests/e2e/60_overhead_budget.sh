@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Overhead budget: --exact counts exactly; the default mode attaches the launch probes in
+# windows and its scaled estimate per call site is within 5% of the exact count on a
+# steady launch rate (windows of a 0.2 s period instead of 1 s, so a few seconds hold
+# as many windows as half a minute would).
+source "$(dirname "$0")/lib.sh"
+need_root
+need_go
+if [ "${HAVE_CUDA:-}" != 1 ] || [ ! -x "$WL/cuda/steady_launch" ]; then
+	skip all "CUDA is not installed here (no nvcc/libcudart): the budget governs CUDA probes"
+	exit 0
+fi
+TICKS=12000 # 6 s at 2000 ticks/s: site_a 3 launches a tick, site_b 1
+
+site_count() { # file, site: launches under that call site
+	pprof -sample_index=cuda_launches -top -nodecount=50 "$1" | awk -v s="$2" '$6 == s {print $4}'
+}
+
+"$GPUBPF" record --exact -o "$TMP/exact.pb.gz" -- "$WL/cuda/steady_launch" $TICKS 2000 >"$TMP/exact.out" 2>"$TMP/exact.err"
+a=$(site_count "$TMP/exact.pb.gz" site_a)
+b=$(site_count "$TMP/exact.pb.gz" site_b)
+if [ "$a" = $((3 * TICKS)) ] && [ "$b" = "$TICKS" ]; then
+	pass "exact-counts"
+else
+	fail "exact-counts" "site_a=$a (want $((3 * TICKS))) site_b=$b (want $TICKS)"
+fi
+pprof -raw "$TMP/exact.pb.gz" | grep -q 'Comment: cuda: exact counts (--exact)' && pass "exact-comment" ||
+	fail "exact-comment" "$(pprof -raw "$TMP/exact.pb.gz" | grep Comment)"
+
+GPUBPF_WINDOW_PERIOD=0.2 "$GPUBPF" record -o "$TMP/def.pb.gz" -- "$WL/cuda/steady_launch" $TICKS 2000 \
+	>"$TMP/def.out" 2>"$TMP/def.err"
+within() { # got, want, pct
+	python3 -c "import sys; g,w,p=map(float,sys.argv[1:]); sys.exit(0 if w>0 and abs(g-w)/w*100<=p else 1)" "$1" "$2" "$3"
+}
+for site in site_a site_b; do
+	got=$(site_count "$TMP/def.pb.gz" $site)
+	want=$(site_count "$TMP/exact.pb.gz" $site)
+	if [ -n "$got" ] && within "$got" "$want" 5; then
+		pass "estimate-$site-within-5pct"
+	else
+		fail "estimate-$site-within-5pct" "estimated ${got:-none}, exact $want"
+	fi
+	echo "$site: estimated $got, exact $want"
+done
+raw=$(pprof -raw "$TMP/def.pb.gz" | grep Comment)
+if echo "$raw" | grep -q 'sampled windows under a 1% overhead budget; last duty cycles: launches'; then
+	pass "windows-comment"
+else
+	fail "windows-comment" "$raw"
+fi
+# Fewer calls were traced than made: the windows really sampled.
+traced=$(grep -o '[0-9]* CUDA calls traced in windows' "$TMP/def.err" | cut -d' ' -f1)
+if [ -n "$traced" ] && [ "$traced" -lt $((4 * TICKS / 2)) ]; then
+	pass "sampled-fewer-calls"
+else
+	fail "sampled-fewer-calls" "$(cat "$TMP/def.err")"
+fi
+grep -qE 'overhead ~[0-9.]+%' "$TMP/def.err" && pass "summary-overhead" || fail "summary-overhead" "$(cat "$TMP/def.err")"
+
+# A bad budget is refused.
+if "$GPUBPF" record --overhead-budget 0 -p 1 -o "$TMP/x.pb.gz" 2>"$TMP/bad.err"; then
+	fail "bad-budget" "accepted 0"
+else
+	grep -q 'invalid --overhead-budget' "$TMP/bad.err" && pass "bad-budget" || fail "bad-budget" "$(cat "$TMP/bad.err")"
+fi

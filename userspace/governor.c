@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+#include "governor.h"
+
+static double cost_rate(const struct governor *gv, const struct gov_group *g)
+{
+	return g->rate * gv->cost_per_hit;
+}
+
+void governor__plan(struct governor *gv)
+{
+	double left = gv->budget - gv->cpu_cost;
+	bool done[GOV_MAX_GROUPS] = {false};
+	int open = 0;
+
+	if (left < 0)
+		left = 0;
+	for (int i = 0; i < gv->ngroups; i++) {
+		struct gov_group *g = &gv->g[i];
+
+		if (gv->exact || g->always) {
+			g->duty = 1;
+			done[i] = true;
+			if (!gv->exact)
+				left -= cost_rate(gv, g);
+		} else if (!g->measured) {
+			/* Unknown rate: a short window measures it without risking the budget. */
+			g->duty = gv->probe_duty;
+			done[i] = true;
+		} else {
+			open++;
+		}
+	}
+	/* Water-filling: repeatedly give every open group an equal share; a group that
+	 * needs less than its share takes d = 1 and returns the rest to the pool. */
+	while (open > 0) {
+		double share = (left > 0 ? left : 0) / open;
+		bool settled = false;
+
+		for (int i = 0; i < gv->ngroups; i++) {
+			struct gov_group *g = &gv->g[i];
+
+			if (done[i] || cost_rate(gv, g) > share)
+				continue;
+			g->duty = 1;
+			left -= cost_rate(gv, g);
+			done[i] = true;
+			open--;
+			settled = true;
+		}
+		if (settled)
+			continue;
+		for (int i = 0; i < gv->ngroups; i++) {
+			struct gov_group *g = &gv->g[i];
+			double d;
+
+			if (done[i])
+				continue;
+			d = share / cost_rate(gv, g);
+			g->duty = d < gv->min_duty ? gv->min_duty : (d > 1 ? 1 : d);
+			done[i] = true;
+		}
+		open = 0;
+	}
+}
+
+double governor__overhead(const struct governor *gv)
+{
+	double sum = gv->cpu_cost;
+
+	for (int i = 0; i < gv->ngroups; i++)
+		sum += gv->g[i].duty * cost_rate(gv, &gv->g[i]);
+	return sum;
+}
+
+void governor__observe(struct governor *gv, int group, double hits, double attached)
+{
+	struct gov_group *g;
+	double r;
+
+	if (group < 0 || group >= gv->ngroups || attached <= 0)
+		return;
+	g = &gv->g[group];
+	r = hits / attached;
+	g->rate = g->measured ? 0.5 * g->rate + 0.5 * r : r;
+	g->measured = true;
+}
+
+double governor__scale(double attached, double elapsed)
+{
+	if (attached <= 0 || attached >= elapsed)
+		return 1;
+	return elapsed / attached;
+}
