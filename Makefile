@@ -70,7 +70,11 @@ WL_CFLAGS := -std=gnu11 -O0 -g -fno-omit-frame-pointer -Wall -Werror -pthread
 all: $(BUILD)/gpubpf
 tools: $(WL_BINS) $(UNIT_BINS) $(UNIT_SAN_BINS)
 
+# Fragments owned by their parts: each may add to DEB_PKGS, `tools`, and test prerequisites.
 -include $(wildcard tests/workloads/cuda/Makefile.inc)
+-include $(wildcard userspace/inject/Makefile.inc)
+-include $(wildcard tests/browser/Makefile.inc)
+-include $(wildcard tests/workloads/python/Makefile.inc)
 
 deps:
 	$(Q)if ! dpkg -s $(DEB_PKGS) >/dev/null 2>&1; then \

@@ -24,14 +24,12 @@
 #include "hmap.h"
 #include "links.h"
 #include "log.h"
-#include "procmaps.h"
-#include "procroot.h"
+#include "objscan.h"
 #include "procs.h"
 #include "stacks.h"
 #include "umulti.h"
 
 #define MAX_SCAN_PIDS 4096
-#define MAPS_MAX_BYTES (64u << 20) /* a target's maps file is untrusted: bound it */
 
 struct cuda_tracer {
 	struct session *s;
@@ -273,7 +271,7 @@ struct cuda_tracer *cuda__new(struct session *s, int targets_fd, int comms_fd)
 		       strerror(-err));
 		goto fail;
 	}
-	procs__set_on_change(s->procs, on_change, c);
+	procs__add_on_change(s->procs, on_change, c);
 	c->last_drain = mono_now();
 	for (int g = 0; g < CG__COUNT; g++) {
 		c->group_on[g] = true;
@@ -444,68 +442,16 @@ static int attach_object(struct cuda_tracer *c, int pid, int fd, const char *sho
 	return attached;
 }
 
+static void scan_object(void *ctx, int pid, int fd, const char *path)
+{
+	struct cuda_tracer *c = ctx;
+
+	attach_object(c, c->s->opts->all ? -1 : pid, fd, path);
+}
+
 static int scan_pid(struct cuda_tracer *c, int pid)
 {
-	char mpath[64], *buf = NULL, *line, *save = NULL;
-	size_t cap = 0, len = 0;
-	ssize_t r;
-	int fd, attach_pid = c->s->opts->all ? -1 : pid;
-
-	snprintf(mpath, sizeof(mpath), "/proc/%d/maps", pid);
-	fd = open(mpath, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		if (len + 4096 + 1 > cap) {
-			char *n;
-
-			if (cap >= MAPS_MAX_BYTES)
-				break;
-			cap = cap ? cap * 2 : 65536;
-			n = realloc(buf, cap);
-			if (!n) {
-				free(buf);
-				close(fd);
-				return -ENOMEM;
-			}
-			buf = n;
-		}
-		r = read(fd, buf + len, cap - len - 1);
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-	}
-	close(fd);
-	if (!buf)
-		return 0;
-	buf[len] = '\0';
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		struct procmaps_entry e;
-		char path[4096];
-		struct stat st;
-		int ofd;
-
-		if (procmaps__parse_line(line, strlen(line), &e) || !e.exec || !procmaps__is_file(&e) || e.deleted)
-			continue;
-		if (hmap__get(&c->scanned, (uint64_t)(attach_pid < 0 ? 0 : attach_pid),
-			      makedev(e.dev_major, e.dev_minor), e.inode, NULL))
-			continue;
-		hmap__put(&c->scanned, (uint64_t)(attach_pid < 0 ? 0 : attach_pid), makedev(e.dev_major, e.dev_minor),
-			  e.inode, 1);
-		if (e.path_len >= sizeof(path))
-			continue;
-		memcpy(path, e.path, e.path_len);
-		path[e.path_len] = '\0';
-		ofd = procroot__open(pid, path);
-		if (ofd < 0)
-			continue;
-		/* The file must be the one mapped: a target can replace a path's file. */
-		if (fstat(ofd, &st) == 0 && st.st_ino == e.inode)
-			attach_object(c, attach_pid, ofd, path);
-		close(ofd);
-	}
-	free(buf);
-	return 0;
+	return objscan__pid(pid, c->s->opts->all ? 0 : pid, &c->scanned, scan_object, c);
 }
 
 static void on_change(void *ctx, int pid)

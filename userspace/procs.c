@@ -17,6 +17,8 @@
 #include "procs.h"
 #include "procs.skel.h"
 
+#define PROCS_MAX_ON_CHANGE 4
+
 struct proc_ent {
 	int pid;
 	bool alive;
@@ -37,8 +39,11 @@ struct procs {
 	int gate_fd;  /* write end: closing it lets the child exec */
 	int error_fd; /* read end: the child's exec errno, or EOF on success (CLOEXEC) */
 	/* called when a target's mappings may have changed (fork, exec, a dynamic load) */
-	void (*on_change)(void *ctx, int pid);
-	void *on_change_ctx;
+	struct {
+		void (*cb)(void *ctx, int pid);
+		void *ctx;
+	} on_change[PROCS_MAX_ON_CHANGE];
+	int n_on_change;
 	struct bpf_link **links; /* _dl_debug_state probes */
 	size_t nlinks, caplinks;
 };
@@ -84,8 +89,8 @@ static void track(struct procs *p, int pid)
 
 static void changed(struct procs *p, int pid)
 {
-	if (p->on_change)
-		p->on_change(p->on_change_ctx, pid);
+	for (int i = 0; i < p->n_on_change; i++)
+		p->on_change[i].cb(p->on_change[i].ctx, pid);
 }
 
 static int on_event(void *ctx, void *data, size_t len)
@@ -130,10 +135,14 @@ static int on_event(void *ctx, void *data, size_t len)
 	return err;
 }
 
-void procs__set_on_change(struct procs *p, void (*cb)(void *ctx, int pid), void *ctx)
+int procs__add_on_change(struct procs *p, void (*cb)(void *ctx, int pid), void *ctx)
 {
-	p->on_change = cb;
-	p->on_change_ctx = ctx;
+	if (p->n_on_change >= PROCS_MAX_ON_CHANGE)
+		return -E2BIG;
+	p->on_change[p->n_on_change].cb = cb;
+	p->on_change[p->n_on_change].ctx = ctx;
+	p->n_on_change++;
+	return 0;
 }
 
 int procs__attach_dl_state(struct procs *p, int pid, const char *path, uint64_t offset)

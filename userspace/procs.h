@@ -51,8 +51,9 @@ int procs__live_pids(const struct procs *p, int *out, int max);
 int procs__add_ringbuf(struct procs *p, int map_fd, int (*cb)(void *ctx, void *data, size_t len), void *ctx);
 
 /* Call CB(ctx, pid) when a target's mappings may have changed: a fork, an exec, a load
- * by the dynamic linker. A process gpubpf started is held stopped during the call. */
-void procs__set_on_change(struct procs *p, void (*cb)(void *ctx, int pid), void *ctx);
+ * by the dynamic linker. A process gpubpf started is held stopped during the calls.
+ * Several tracers may register (up to 4). 0 or -E2BIG. */
+int procs__add_on_change(struct procs *p, void (*cb)(void *ctx, int pid), void *ctx);
 
 /* Probe the dynamic linker's _dl_debug_state at OFFSET in PATH for PID (-1: all). */
 int procs__attach_dl_state(struct procs *p, int pid, const char *path, uint64_t offset);

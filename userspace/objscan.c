@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "objscan.h"
+#include "procmaps.h"
+#include "procroot.h"
+
+#define MAPS_MAX_BYTES (64u << 20)
+
+static char *read_maps(int pid)
+{
+	char mpath[64], *buf = NULL;
+	size_t cap = 0, len = 0;
+	ssize_t r;
+	int fd;
+
+	snprintf(mpath, sizeof(mpath), "/proc/%d/maps", pid);
+	fd = open(mpath, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	for (;;) {
+		if (len + 4096 + 1 > cap) {
+			char *n;
+
+			if (cap >= MAPS_MAX_BYTES)
+				break;
+			cap = cap ? cap * 2 : 65536;
+			n = realloc(buf, cap);
+			if (!n) {
+				free(buf);
+				close(fd);
+				errno = ENOMEM;
+				return NULL;
+			}
+			buf = n;
+		}
+		r = read(fd, buf + len, cap - len - 1);
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	close(fd);
+	if (buf)
+		buf[len] = '\0';
+	else
+		errno = ENOENT;
+	return buf;
+}
+
+int objscan__pid(int pid, int key_pid, struct hmap *seen, objscan_fn cb, void *ctx)
+{
+	char *buf = read_maps(pid), *line, *save = NULL;
+
+	if (!buf)
+		return -errno;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		struct procmaps_entry e;
+		char path[4096];
+		struct stat st;
+		uint64_t dev;
+		int ofd;
+
+		if (procmaps__parse_line(line, strlen(line), &e) || !e.exec || !procmaps__is_file(&e) || e.deleted)
+			continue;
+		dev = makedev(e.dev_major, e.dev_minor);
+		if (hmap__get(seen, (uint64_t)key_pid, dev, e.inode, NULL))
+			continue;
+		if (hmap__put(seen, (uint64_t)key_pid, dev, e.inode, 1) || e.path_len >= sizeof(path))
+			continue;
+		memcpy(path, e.path, e.path_len);
+		path[e.path_len] = '\0';
+		ofd = procroot__open(pid, path);
+		if (ofd < 0)
+			continue;
+		/* The file must be the one mapped: a target can replace a path's file. */
+		if (fstat(ofd, &st) == 0 && st.st_ino == e.inode)
+			cb(ctx, pid, ofd, path);
+		close(ofd);
+	}
+	free(buf);
+	return 0;
+}
