@@ -49,6 +49,7 @@ struct cuda_tracer {
 	struct hmap tidhits;            /* (tid, group) -> hits in this drain */
 	int probes;
 	struct hmap scanned;   /* (attach pid or 0, dev, inode) -> 1 */
+	struct hmap scanned_pids; /* (pid, 0, 4) -> last full scan, CLOCK_MONOTONIC ms */
 	struct hmap names;     /* (tgid, handle, 0) -> char * name (driver functions, kernels) */
 	struct hmap kfuncs;    /* (tgid, CUfunction, 1) -> CUkernel */
 	struct hmap rtkernels; /* (tgid, cudaKernel_t, 2) -> host stub address */
@@ -306,6 +307,7 @@ void cuda__free(struct cuda_tracer *c)
 	hmap__clear(&c->kfuncs);
 	hmap__clear(&c->rtkernels);
 	hmap__clear(&c->scanned);
+	hmap__clear(&c->scanned_pids);
 	hmap__clear(&c->tidhits);
 	cuda_bpf__destroy(c->skel);
 	free(c);
@@ -459,13 +461,24 @@ static void on_change(void *ctx, int pid)
 	scan_pid(ctx, pid);
 }
 
+/* Loads, execs and forks rescan a process at once (procs' change callbacks); this pass
+ * finds processes never scanned, and rescans the others now and then in case a change
+ * went unreported (a process without a dynamic linker to probe). Reading every target's
+ * maps every second would cost real CPU under -a. */
+#define RESCAN_MS 10000
+
 int cuda__scan(struct cuda_tracer *c)
 {
 	static int pids[MAX_SCAN_PIDS];
 	int n = procs__live_pids(c->s->procs, pids, MAX_SCAN_PIDS);
+	uint64_t now = (uint64_t)(mono_now() * 1000), last;
 
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
+		if (hmap__get(&c->scanned_pids, (uint64_t)pids[i], 0, 4, &last) && now - last < RESCAN_MS)
+			continue;
+		hmap__put(&c->scanned_pids, (uint64_t)pids[i], 0, 4, now);
 		scan_pid(c, pids[i]);
+	}
 	return 0;
 }
 

@@ -155,6 +155,37 @@ static void add_comments(struct session *s, const struct cpu_stats *st, const st
 		profile__add_comment(s->prof, "cuda: no CUDA runtime or driver entry points found in the targets");
 }
 
+/* The command gpubpf starts gets the device-time injection library (installed beside the
+ * gpubpf binary) through CUDA_INJECTION64_PATH; it stays idle until a session attaches.
+ * A value the user set is theirs: keep it, and say device time may be unavailable. */
+static void set_injection_env(void)
+{
+	const char *have = getenv("CUDA_INJECTION64_PATH");
+	char exe[4096], lib[4200], *slash;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0)
+		return;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	snprintf(lib, sizeof(lib), "%s/libgpubpf_inject.so", exe);
+	if (access(lib, R_OK) != 0) {
+		pr_debug("no injection library at %s: device time unavailable for the command", lib);
+		return;
+	}
+	if (have && *have) {
+		if (strcmp(have, lib) != 0)
+			pr_warn("CUDA_INJECTION64_PATH is already set (%s): keeping it, so device time comes only "
+				"if that library is gpubpf's",
+				have);
+		return;
+	}
+	setenv("CUDA_INJECTION64_PATH", lib, 1);
+}
+
 /* Length of one window period: 1 s; GPUBPF_WINDOW_PERIOD (seconds) shortens it so tests
  * see many periods in a few seconds. */
 static double window_period(void)
@@ -325,6 +356,7 @@ int record__main(int argc, char **argv)
 	}
 	s.comms_fd = procs__comms_fd(s.procs);
 	if (o.command) {
+		set_injection_env();
 		err = procs__spawn(s.procs, o.command);
 		if (err) {
 			pr_err("cannot start %s: %s", o.command[0], strerror(-err));
