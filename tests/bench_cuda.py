@@ -1,47 +1,124 @@
 #!/usr/bin/env python3
-"""CUDA launch overhead, side by side: launch_loop (cudaLaunchKernel through the real
-libcudart in a tight loop; without a GPU each call fails fast, the worst case for the
-relative cost of a probe) alone and under gpubpf record."""
+"""CUDA overhead benchmarks, side by side in one run (alternating, median of RUNS):
+
+1. launch-heavy: launch_loop calls cudaLaunchKernel through the real libcudart in a
+   tight loop. Without a GPU each call fails fast (~40 ns), the worst case for the
+   relative cost of a probe hit. Timed by the workload itself (its own launch loop), with
+   gpubpf in default mode (overhead budget) and with --exact.
+2. mixed: the CUDA demo workload (runtime_wl_shared: launches, copies, syncs, allocations)
+   held at its start gate, gpubpf attached with -p, released; timed from release to exit.
+3. gpubpf's own CPU time and peak RSS over a 30 s recording of workload 1.
+"""
 import os
 import re
+import resource
 import statistics
 import subprocess
+import sys
 import tempfile
+import time
 
 BUILD = os.environ.get("BUILD", "build")
 G = os.path.join(BUILD, "gpubpf")
-WL = os.path.join(BUILD, "workloads", "cuda", "launch_loop")
+CW = os.path.join(BUILD, "workloads", "cuda")
 RUNS = int(os.environ.get("BENCH_RUNS", "7"))
-N = os.environ.get("BENCH_LAUNCHES", "200000")
+SECS = float(os.environ.get("BENCH_LAUNCH_SECS", "3"))
+OWN_SECS = int(os.environ.get("BENCH_SECS", "30"))
 
 
-def wall(cmd):
-    """launch_loop's own time for its launches ("seconds=T"): what the target loses."""
+def launch_rate(cmd):
     out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
-    m = re.search(r"seconds=([0-9.]+)", out)
+    m = re.search(r"launches_per_sec=([0-9.]+)", out)
     if not m:
-        raise SystemExit(f"cannot read launch_loop's time from: {out!r}")
+        sys.exit(f"cannot read launch_loop's rate from: {out!r}")
     return float(m.group(1))
 
 
-def main():
-    if not os.path.exists(WL):
-        print("cuda launch-heavy: skipped (no CUDA workloads built: CUDA is not installed)")
-        return
-    out = tempfile.mktemp(suffix=".pb.gz")
-    variants = [("exact", [])] + [(v, a) for v, a in [("default", ["--overhead-budget", "1"])]
-                                  if subprocess.run([G, "record", "--help"], capture_output=True,
-                                                    text=True).stdout.find("--overhead-budget") >= 0]
-    for name, extra in variants:
+def launch_heavy(out):
+    wl = [os.path.join(CW, "launch_loop"), "--seconds", str(SECS)]
+    for name, extra in (("default (--overhead-budget 1)", []), ("--exact", ["--exact"])):
         alone, under = [], []
         for _ in range(RUNS):
-            alone.append(wall([WL, N]))
-            under.append(wall([G, "record", *extra, "-o", out, "--", WL, N]))
+            alone.append(launch_rate(wl))
+            under.append(launch_rate([G, "record", *extra, "-o", out, "--", *wl]))
         a, u = statistics.median(alone), statistics.median(under)
-        print(f"cuda launch-heavy ({N} cudaLaunchKernel calls, {name}): alone {a:.3f} s "
-              f"({int(N) / a / 1e3:.0f}k launches/s), with gpubpf {u:.3f} s, ratio {u / a:.3f} "
-              f"(median of {RUNS} alternating runs)", flush=True)
-    os.unlink(out)
+        # Slowdown of the same work: the ratio of wall times is the inverse ratio of rates.
+        print(f"1. launch-heavy, {name}: {a / 1e6:.2f}M launches/s alone, {u / 1e6:.2f}M with gpubpf: "
+              f"wall-time ratio {a / u:.3f} (target <= 1.02 in default mode; median of {RUNS})", flush=True)
+
+
+def gated_run(cmd, env, attach):
+    """Start CMD held at its gate, optionally attach gpubpf -p, release, time to exit."""
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         env=env, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    rec = None
+    if attach:
+        rec = subprocess.Popen([G, "record", "-p", str(p.pid), "-o", attach], stderr=subprocess.DEVNULL)
+        # attached when gpubpf holds perf events and BPF links
+        for _ in range(400):
+            fds = os.listdir(f"/proc/{rec.pid}/fd")
+            links = sum(1 for f in fds if "bpf_link" in os.readlink(f"/proc/{rec.pid}/fd/{f}")
+                        or "perf_event" in os.readlink(f"/proc/{rec.pid}/fd/{f}"))
+            if links >= 3:
+                break
+            time.sleep(0.025)
+        time.sleep(0.3)
+    t0 = time.monotonic()
+    p.stdin.write("go\n")
+    p.stdin.flush()
+    p.wait()
+    t = time.monotonic() - t0
+    if rec:
+        rec.wait()
+    return t
+
+
+def mixed(out):
+    env = dict(os.environ, GPUBPF_WL_WAIT="1", GPUBPF_WL_REPEAT=os.environ.get("BENCH_MIXED_REPEAT", "300000"))
+    wl = [os.path.join(CW, "runtime_wl_shared")]
+    alone, under = [], []
+    for _ in range(RUNS):
+        alone.append(gated_run(wl, env, None))
+        under.append(gated_run(wl, env, out))
+    a, u = statistics.median(alone), statistics.median(under)
+    print(f"2. mixed (runtime_wl_shared, GPUBPF_WL_REPEAT={env['GPUBPF_WL_REPEAT']}, default mode, -p): "
+          f"alone {a:.3f} s, with gpubpf {u:.3f} s, ratio {u / a:.3f} (target <= 1.01; median of {RUNS})",
+          flush=True)
+
+
+def own_cost(out):
+    wl = subprocess.Popen([os.path.join(CW, "launch_loop"), "--seconds", str(OWN_SECS + 5)],
+                          stdout=subprocess.DEVNULL)
+    time.sleep(0.3)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    subprocess.run([G, "record", "-p", str(wl.pid), "-d", str(OWN_SECS), "-o", out], check=True,
+                   stderr=subprocess.DEVNULL)
+    elapsed = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wl.kill()
+    wl.wait()
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    print(f"4. gpubpf itself over a {OWN_SECS} s recording of launch-heavy (default mode): CPU "
+          f"{100 * cpu / elapsed:.2f}% of one core, peak RSS {after.ru_maxrss / 1024:.1f} MiB "
+          f"(targets <= 2%, <= 64 MiB)", flush=True)
+
+
+def main():
+    if not os.path.exists(os.path.join(CW, "launch_loop")):
+        print("cuda benchmarks: skipped (CUDA is not installed: no CUDA workloads)")
+        return
+    out = tempfile.mktemp(suffix=".pb.gz")
+    which = sys.argv[1:] or ["launch", "mixed", "own"]
+    if "launch" in which:
+        launch_heavy(out)
+    if "mixed" in which:
+        mixed(out)
+    if "own" in which:
+        own_cost(out)
+    if os.path.exists(out):
+        os.unlink(out)
 
 
 main()

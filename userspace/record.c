@@ -247,6 +247,11 @@ static double run_windows(struct cuda_tracer *cuda, struct governor *gv, double 
 			off_at[g] = gv->g[g].duty >= 1 ? 0 : t + gv->g[g].duty * period;
 		}
 		*next_window = t + period;
+		/* While a rate is unknown its group is fully attached: measure soon (the first
+		 * drain comes after 0.1 s) rather than pay a whole period at full cost. */
+		for (int g = 0; g < gv->ngroups; g++)
+			if (!gv->g[g].measured && !gv->g[g].always && period > 0.1)
+				*next_window = t + 0.1;
 		next = *next_window;
 	}
 	for (int g = 0; g < gv->ngroups; g++)
@@ -397,7 +402,8 @@ int record__main(int argc, char **argv)
 	cuda__start(cuda);
 	profile__set_time(s.prof, wall_ns(), 0);
 	status__init(&status, target_desc(&o, desc, sizeof(desc)));
-	next_tick = start + 1.0;
+	/* The first drain measures the hit rates the window plan needs: early. */
+	next_tick = start + (windowed ? 0.1 : 1.0);
 	pr_debug("recording %s", desc);
 
 	next_window = start;
