@@ -219,7 +219,7 @@ void cpu__stats(struct cpu_sampler *c, struct cpu_stats *out)
 {
 	int fd = bpf_map__fd(c->skel->maps.stats);
 
-	out->samples = stacks__stat(fd, STAT_SAMPLES);
+	out->samples = c->samples; /* drained into the profile, as the summary reports */
 	out->lost_stacks = stacks__stat(fd, STAT_USTACK_LOST) + stacks__stat(fd, STAT_KSTACK_LOST) +
 			   stacks__stat(fd, STAT_STACK_FULL);
 	out->dropped = stacks__stat(fd, STAT_MAP_FULL);

@@ -605,9 +605,16 @@ static int add_cuda_sample(struct cuda_tracer *c, const struct cuda_key *k, cons
 	n = stacks__read(stacks_fd, k->ustack, ips, &trunc);
 	s->truncated_stacks += (uint64_t)trunc;
 	if (k->caller) {
-		ips[0] = k->caller;
-		if (n == 0)
-			n = 1;
+		/* Kernels since ~6.15 fix up the walk at a function entry themselves: then
+		 * ips[1] already is the caller, and only the entry frame goes. */
+		if (n >= 2 && ips[1] == k->caller) {
+			memmove(ips, ips + 1, (size_t)(n - 1) * sizeof(ips[0]));
+			n--;
+		} else {
+			ips[0] = k->caller;
+			if (n == 0)
+				n = 1;
+		}
 	}
 	if (n > 0)
 		ips[0] -= 1;
@@ -818,7 +825,9 @@ void cuda__stats(struct cuda_tracer *c, struct cuda_stats *out)
 {
 	int fd = bpf_map__fd(c->skel->maps.stats);
 
-	out->calls = stacks__stat(fd, STAT_SAMPLES);
+	/* What reached the profile: hits after the last drain (a target running on while
+	 * probes detach) are not in it, so the counter would overstate it. */
+	out->calls = c->calls;
 	out->dropped = c->skel->bss->dropped_calls;
 	out->lost_stacks = stacks__stat(fd, STAT_USTACK_LOST) + stacks__stat(fd, STAT_STACK_FULL);
 	out->lost_events = c->skel->bss->lost_events;

@@ -21,7 +21,7 @@ WL_STREAM=0x5000
 # check_runtime PREFIX BINARY REPEAT
 check_runtime() {
 	local p=$1 bin=$2 r=$3 out=$TMP/$1.pb.gz d=$TMP/$1 log=$TMP/$1.log got want
-	if GPUBPF_WL_REPEAT=$r "$GPUBPF" record -o "$out" -- "$CUDA_WL/$bin" >"$log" 2>&1; then
+	if GPUBPF_WL_REPEAT=$r "$GPUBPF" record --exact -o "$out" -- "$CUDA_WL/$bin" >"$log" 2>&1; then
 		pass "$p:record-exit0"
 	else
 		fail "$p:record-exit0" "$(tail -3 "$log" | tr '\n' ';')"
@@ -39,102 +39,78 @@ check_runtime() {
 	local info
 	info=$(cuda_comment "$d")
 	echo "$p: $info"
-	grep -q 'samples/count cpu/nanoseconds cuda_calls/count cuda_launches/count cuda_memcpy/bytes cuda_sync_wait/nanoseconds gpu_alloc/bytes gpu_inuse/bytes' "$d/raw" &&
+	grep -q 'samples/count\(\[dflt\]\)\? cpu/nanoseconds cuda_calls/count cuda_launches/count cuda_memcpy/bytes cuda_sync_wait/nanoseconds gpu_alloc/bytes gpu_inuse/bytes' "$d/raw" &&
 		pass "$p:sample-types" || fail "$p:sample-types" "$(grep -m1 'samples/count' "$d/raw")"
 
-	# --- launches: per kernel and call site, total, all through cudaLaunchKernel
-	got=$($CHECK sum "$d/cuda_launches" --leaf 'saxpy_kernel<float>' --api cudaLaunchKernel --under launch_a --under main)
-	expect "$p:launches-saxpy_float-from-launch_a" "$got" "${S[launch_a]}" "$(stacks_of "$d" cuda_launches --leaf 'saxpy_kernel<float>')"
-	got=$($CHECK sum "$d/cuda_launches" --leaf 'saxpy_kernel<double>' --api cudaLaunchKernel --under launch_b --under main)
-	expect "$p:launches-saxpy_double-from-launch_b" "$got" "${S[launch_b]}" "$(stacks_of "$d" cuda_launches --leaf 'saxpy_kernel<double>')"
-	got=$($CHECK sum "$d/cuda_launches" --leaf 'gpubpf_demo::scale_kernel' --api cudaLaunchKernel --under launch_c --under main)
-	expect "$p:launches-scale_kernel-from-launch_c" "$got" "${S[launch_c]}" "$(stacks_of "$d" cuda_launches --leaf 'gpubpf_demo::scale_kernel')"
-	got=$($CHECK sum "$d/cuda_launches")
-	expect "$p:launches-total" "$got" "${S[launch]}" "$info"
-	got=$($CHECK sum "$d/cuda_calls" --api cudaLaunchKernel)
-	expect "$p:launch-calls-cudaLaunchKernel-once-each" "$got" "${S[launch]}" "cuda_calls under cudaLaunchKernel"
-	got=$($CHECK count "$d/cuda_launches" --not-under launch_a --not-under launch_b --not-under launch_c)
-	expect "$p:launches-no-stray-stacks" "$got" 0 "$(stacks_of "$d" cuda_launches --not-under launch_a --not-under launch_b --not-under launch_c)"
+	# --- launches: per kernel and call site, total, each through cudaLaunchKernel once
+	local L=$d/cuda_launches C=$d/cuda_calls M=$d/cuda_memcpy
+	qexpect "$p:launches-saxpy_float-from-launch_a" "${S[launch_a]}" sum "$L" --leaf 'saxpy_kernel<float>' --api cudaLaunchKernel --under launch_a --under main
+	qexpect "$p:launches-saxpy_double-from-launch_b" "${S[launch_b]}" sum "$L" --leaf 'saxpy_kernel<double>' --api cudaLaunchKernel --under launch_b --under main
+	qexpect "$p:launches-scale_kernel-from-launch_c" "${S[launch_c]}" sum "$L" --leaf 'gpubpf_demo::scale_kernel' --api cudaLaunchKernel --under launch_c --under main
+	qexpect "$p:launches-total" "${S[launch]}" sum "$L"
+	qexpect "$p:launch-calls-cudaLaunchKernel-once-each" "${S[launch]}" sum "$C" --api cudaLaunchKernel
+	qexpect "$p:launches-no-stray-stacks" 0 count "$L" --not-under launch_a --not-under launch_b --not-under launch_c
 
-	# --- cuda_stream label: on the non-default stream only
-	got=$($CHECK sum "$d/cuda_launches" --leaf 'gpubpf_demo::scale_kernel' --label cuda_stream=$WL_STREAM)
-	expect "$p:stream-label-launch_c" "$got" "${S[launch_c]}" "labels: $($CHECK labels "$d/cuda_launches" --key cuda_stream)"
-	got=$($CHECK sum "$d/cuda_launches" --leaf 'saxpy_kernel*' --nolabel cuda_stream)
-	expect "$p:no-stream-label-default-stream-launches" "$got" $((S[launch_a] + S[launch_b]))
-	got=$($CHECK sum "$d/cuda_memcpy" --api cudaMemcpyAsync --label cuda_stream=$WL_STREAM)
-	expect "$p:stream-label-async-copy" "$got" "${S[memcpy_async_bytes]}" "$(stacks_of "$d" cuda_memcpy --api cudaMemcpyAsync)"
-	got=$($CHECK sum "$d/cuda_memcpy" --api cudaMemcpy --nolabel cuda_stream)
-	expect "$p:no-stream-label-sync-copies" "$got" $((S[htod_bytes] + S[dtoh_bytes] + S[dtod_bytes]))
+	# --- cuda_stream label: on the work queued on the non-default stream only
+	qexpect "$p:stream-label-launch_c" "${S[launch_c]}" sum "$L" --leaf 'gpubpf_demo::scale_kernel' --label cuda_stream=$WL_STREAM
+	qexpect "$p:no-stream-label-default-stream-launches" $((S[launch_a] + S[launch_b])) sum "$L" --leaf 'saxpy_kernel*' --nolabel cuda_stream
+	qexpect "$p:stream-label-async-copy" "${S[memcpy_async_bytes]}" sum "$M" --api cudaMemcpyAsync --label cuda_stream=$WL_STREAM
+	qexpect "$p:no-stream-label-sync-copies" $((S[htod_bytes] + S[dtoh_bytes] + S[dtod_bytes])) sum "$M" --api cudaMemcpy --nolabel cuda_stream
 
 	# --- copies: bytes per direction and call site, and call counts
-	got=$($CHECK sum "$d/cuda_memcpy" --leaf '[memcpy HtoD]' --api cudaMemcpy --caller do_htod --under main)
-	expect "$p:memcpy-htod-bytes" "$got" "${S[htod_bytes]}" "$(stacks_of "$d" cuda_memcpy --leaf '[memcpy HtoD]')"
-	got=$($CHECK sum "$d/cuda_memcpy" --leaf '[memcpy DtoH]' --api cudaMemcpy --caller do_dtoh --under main)
-	expect "$p:memcpy-dtoh-bytes" "$got" "${S[dtoh_bytes]}" "$(stacks_of "$d" cuda_memcpy --leaf '[memcpy DtoH]')"
-	got=$($CHECK sum "$d/cuda_memcpy" --leaf '[memcpy DtoD]' --api cudaMemcpy --caller do_dtod --under main)
-	expect "$p:memcpy-dtod-bytes" "$got" "${S[dtod_bytes]}" "$(stacks_of "$d" cuda_memcpy --leaf '[memcpy DtoD]')"
-	got=$($CHECK sum "$d/cuda_memcpy" --leaf '[memcpy HtoD]' --api cudaMemcpyAsync --caller do_async --under main)
-	expect "$p:memcpy-async-htod-bytes" "$got" "${S[memcpy_async_bytes]}" "$(stacks_of "$d" cuda_memcpy --api cudaMemcpyAsync)"
-	got=$($CHECK sum "$d/cuda_memcpy" --leaf '[memset]' --api cudaMemset --caller do_memset --under main)
-	expect "$p:memset-bytes" "$got" "${S[memset_bytes]}" "$(stacks_of "$d" cuda_memcpy --leaf '[memset]')"
-	got=$($CHECK sum "$d/cuda_memcpy")
-	want=$((S[htod_bytes] + S[dtoh_bytes] + S[dtod_bytes] + S[memcpy_async_bytes] + S[memset_bytes]))
-	expect "$p:memcpy-total-bytes" "$got" "$want"
-	expect "$p:memcpy-calls" "$($CHECK sum "$d/cuda_calls" --api cudaMemcpy)" "${S[memcpy]}"
-	expect "$p:memcpy-async-calls" "$($CHECK sum "$d/cuda_calls" --api cudaMemcpyAsync)" "${S[memcpy_async]}"
-	expect "$p:memset-calls" "$($CHECK sum "$d/cuda_calls" --api cudaMemset)" "${S[memset]}"
+	qexpect "$p:memcpy-htod-bytes" "${S[htod_bytes]}" sum "$M" --leaf '[memcpy HtoD]' --api cudaMemcpy --caller do_htod --under main
+	qexpect "$p:memcpy-dtoh-bytes" "${S[dtoh_bytes]}" sum "$M" --leaf '[memcpy DtoH]' --api cudaMemcpy --caller do_dtoh --under main
+	qexpect "$p:memcpy-dtod-bytes" "${S[dtod_bytes]}" sum "$M" --leaf '[memcpy DtoD]' --api cudaMemcpy --caller do_dtod --under main
+	qexpect "$p:memcpy-async-htod-bytes" "${S[memcpy_async_bytes]}" sum "$M" --leaf '[memcpy HtoD]' --api cudaMemcpyAsync --caller do_async --under main
+	qexpect "$p:memset-bytes" "${S[memset_bytes]}" sum "$M" --leaf '[memset]' --api cudaMemset --caller do_memset --under main
+	qexpect "$p:memcpy-total-bytes" $((S[htod_bytes] + S[dtoh_bytes] + S[dtod_bytes] + S[memcpy_async_bytes] + S[memset_bytes])) sum "$M"
+	qexpect "$p:memcpy-calls" "${S[memcpy]}" sum "$C" --api cudaMemcpy
+	qexpect "$p:memcpy-async-calls" "${S[memcpy_async]}" sum "$C" --api cudaMemcpyAsync
+	qexpect "$p:memset-calls" "${S[memset]}" sum "$C" --api cudaMemset
 
-	# --- syncs: the API function is the leaf, the caller under it
-	got=$($CHECK sum "$d/cuda_calls" --leaf cudaDeviceSynchronize --caller do_syncs --api cudaDeviceSynchronize)
-	expect "$p:device-sync-calls" "$got" "${S[device_sync]}" "$(stacks_of "$d" cuda_calls --api cudaDeviceSynchronize)"
-	got=$($CHECK sum "$d/cuda_calls" --leaf cudaStreamSynchronize --caller do_syncs --api cudaStreamSynchronize)
-	expect "$p:stream-sync-calls" "$got" "${S[stream_sync]}" "$(stacks_of "$d" cuda_calls --api cudaStreamSynchronize)"
-	got=$($CHECK count "$d/cuda_sync_wait" --api cudaDeviceSynchronize)
-	expect_ge "$p:sync-wait-time-recorded" "$got" 1 "stacks with cuda_sync_wait > 0 under cudaDeviceSynchronize"
+	# --- syncs: the API function is the leaf, its caller right under it
+	qexpect "$p:device-sync-calls" "${S[device_sync]}" sum "$C" --leaf cudaDeviceSynchronize --api cudaDeviceSynchronize --caller do_syncs --under main
+	qexpect "$p:stream-sync-calls" "${S[stream_sync]}" sum "$C" --leaf cudaStreamSynchronize --api cudaStreamSynchronize --caller do_syncs --under main
+	Q count "$d/cuda_sync_wait" --api cudaDeviceSynchronize
+	expect_ge "$p:sync-wait-time-recorded" "$A" 1 "stacks with cuda_sync_wait > 0 under cudaDeviceSynchronize"
 
 	# --- allocations: gpu_alloc = everything allocated, gpu_inuse = not freed by the end
-	got=$($CHECK sum "$d/gpu_alloc" --leaf cudaMalloc --caller do_allocs --under main)
-	expect "$p:gpu_alloc-cudaMalloc-bytes" "$got" "${S[malloc_bytes]}" "$(stacks_of "$d" gpu_alloc --leaf cudaMalloc)"
-	expect "$p:cudaMalloc-calls" "$($CHECK sum "$d/cuda_calls" --api cudaMalloc)" "${S[malloc]}"
-	expect "$p:cudaFree-calls" "$($CHECK sum "$d/cuda_calls" --api cudaFree --caller do_frees)" "${S[free]}"
-	got=$($CHECK sum "$d/gpu_inuse")
-	expect "$p:gpu_inuse-total-bytes" "$got" "${S[inuse_bytes]}" "$(stacks_of "$d" gpu_inuse)"
-	got=$($CHECK sum "$d/gpu_inuse" --leaf cudaMalloc --caller do_allocs)
-	expect "$p:gpu_inuse-under-allocating-stack" "$got" "${S[inuse_bytes]}"
-	expect "$p:gpu_inuse-consistent" "${S[inuse_bytes]}" $((S[malloc_bytes] - S[free_bytes])) "summary line itself"
-	got=$($CHECK sum "$d/gpu_alloc" --leaf cudaMallocHost --caller do_pinned_alloc)
-	expect "$p:gpu_alloc-cudaMallocHost-bytes" "$got" "${S[malloc_host_bytes]}" "$(stacks_of "$d" gpu_alloc --leaf cudaMallocHost)"
-	got=$($CHECK sum "$d/gpu_inuse" --leaf cudaMallocHost)
-	expect "$p:gpu_inuse-freed-pinned-is-zero" "$got" 0 "cudaFreeHost'd pinned buffer still in use"
-	expect "$p:cudaFreeHost-calls" "$($CHECK sum "$d/cuda_calls" --api cudaFreeHost --caller do_pinned_free)" "${S[free_host]}"
+	qexpect "$p:gpu_alloc-cudaMalloc-bytes" "${S[malloc_bytes]}" sum "$d/gpu_alloc" --api cudaMalloc --caller do_allocs --under main
+	qexpect "$p:cudaMalloc-calls" "${S[malloc]}" sum "$C" --api cudaMalloc
+	qexpect "$p:cudaFree-calls" "${S[free]}" sum "$C" --api cudaFree --caller do_frees
+	qexpect "$p:gpu_inuse-total-bytes" "${S[inuse_bytes]}" sum "$d/gpu_inuse"
+	qexpect "$p:gpu_inuse-under-allocating-stack" "${S[inuse_bytes]}" sum "$d/gpu_inuse" --api cudaMalloc --caller do_allocs --under main
+	expect "$p:summary-inuse-consistent" "${S[inuse_bytes]}" $((S[malloc_bytes] - S[free_bytes])) "the workload's summary line itself"
+	qexpect "$p:gpu_alloc-cudaMallocHost-bytes" "${S[malloc_host_bytes]}" sum "$d/gpu_alloc" --api cudaMallocHost --caller do_pinned_alloc
+	qexpect "$p:gpu_inuse-freed-pinned-is-zero" 0 sum "$d/gpu_inuse" --api cudaMallocHost
+	qexpect "$p:cudaFreeHost-calls" "${S[free_host]}" sum "$C" --api cudaFreeHost --caller do_pinned_free
 
 	# --- every call accounted for, stacks whole
 	want=$((S[launch] + S[memcpy] + S[memcpy_async] + S[memset] + S[device_sync] + S[stream_sync] + S[malloc] + S[free] + S[malloc_host] + S[free_host]))
-	got=$($CHECK sum "$d/cuda_calls")
-	expect "$p:cuda_calls-total" "$got" "$want" "$info"
-	got=$(sed -n 's/.*exact counts; \([0-9]*\) calls traced.*/\1/p' <<<"$info")
+	qexpect "$p:cuda_calls-total" "$want" sum "$C"
+	got=$(grep -o "[0-9]* calls traced" <<<"$info" | cut -d" " -f1)
 	expect "$p:comment-calls-traced-matches" "$got" "$want" "$info"
-	got=$($CHECK sum "$d/cuda_calls" --under main)
-	expect "$p:stacks-reach-main" "$got" "$want" "cuda_calls whose stack has main; $info"
-	if $CHECK dups "$d/cuda_calls" >"$TMP/$p.dups"; then
+	qexpect "$p:stacks-reach-main" "$want" sum "$C" --under main
+	Q dups "$C"
+	if [ -z "$A" ]; then
 		pass "$p:no-duplicated-frames"
 	else
-		fail "$p:no-duplicated-frames" "$(wc -l <"$TMP/$p.dups") CUDA stacks repeat a frame, e.g. $(head -2 "$TMP/$p.dups" | tr '\n' ';')"
+		fail "$p:no-duplicated-frames" "CUDA stacks repeat their caller frame: $(awk -F' ;; ' '{printf "%d stacks, e.g. %s ;; %s", NF, $1, $2}' <<<"$A")"
 	fi
 
 	# --- labels on the CUDA samples
 	local pname=${bin:0:15} pids tids
-	got=$($CHECK labels "$d/cuda_calls" --key process_name)
-	expect "$p:label-process_name" "$got" "$pname"
-	pids=$($CHECK labels "$d/cuda_calls" --key pid)
-	tids=$($CHECK labels "$d/cuda_calls" --key tid)
+	qexpect "$p:label-process_name" "$pname" labels "$C" --key process_name
+	Q labels "$C" --key pid
+	pids=$A
+	Q labels "$C" --key tid
+	tids=$A
 	if [ -n "$pids" ] && [ "$pids" = "$tids" ] && [ "$(wc -w <<<"$pids")" = 1 ]; then
 		pass "$p:label-pid-tid"
 	else
 		fail "$p:label-pid-tid" "single-threaded workload: want one pid == tid, got pid '$pids' tid '$tids'"
 	fi
-	got=$($CHECK labels "$d/cuda_calls" --key thread_name)
-	expect "$p:label-thread_name" "$got" "$pname"
+	qexpect "$p:label-thread_name" "$pname" labels "$C" --key thread_name
 
 	# --- what a user types
 	pprof -top -sample_index=cuda_launches "$out" >"$TMP/$p.top"

@@ -194,7 +194,12 @@ def main():
         # one answer line each (newlines in it become " ;; "), flushed.
         for line in sys.stdin:
             f = line.rstrip("\n").split("\t")
-            text, _ = run(f[0], f[1], f[2:])
+            try:
+                text, _ = run(f[0], f[1], f[2:])
+            except SystemExit as e:  # a bad query answers an error, the server goes on
+                text = f"ERROR: {e}"
+            except OSError as e:
+                text = f"ERROR: {e}"
             sys.stdout.write(text.replace("\n", " ;; ") + "\n")
             sys.stdout.flush()
         return
@@ -206,4 +211,5 @@ def main():
     sys.exit(rc)
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -30,6 +30,7 @@ need_cuda() {
 		skip all "$GPUBPF is missing: run make"
 		exit 0
 	fi
+	cq_start
 }
 
 # wl_summary FILE PREFIX: read the workload's "PREFIX: k=v k=v" line into S[k].
@@ -64,6 +65,20 @@ load_profile() {
 	pprof -raw "$1" >"$2/raw" || return 1
 }
 
+# One python process answers every query of a test file (python starts slowly here).
+# Q CMD TRACES [filters...]: the answer of `cuda_check.py CMD TRACES filters...`, in $A.
+# need_cuda starts it, in the test's own shell (a coproc started in $(...) is lost).
+cq_start() {
+	# It exits when this shell does (EOF on its stdin).
+	coproc CQ { exec python3 -u tests/e2e/cuda_check.py serve; }
+}
+Q() {
+	local IFS=$'\t'
+	printf '%s\n' "$*" >&"${CQ[1]}"
+	A=
+	IFS= read -r A <&"${CQ[0]}"
+}
+
 # expect NAME GOT WANT [CONTEXT]: PASS when equal; otherwise FAIL with both numbers.
 expect() {
 	if [ "$2" = "$3" ]; then
@@ -82,11 +97,20 @@ expect_ge() {
 	fi
 }
 
-# stacks_of DIR INDEX filters...: the matching stacks on one line, for failure messages.
-stacks_of() {
-	local d=$1 i=$2
+# qexpect NAME WANT CMD TRACES [filters...]: the query's answer must equal WANT; a
+# failure shows the stacks with the same leaf/API function (up to 4).
+qexpect() {
+	local name=$1 want=$2 got
 	shift 2
-	$CHECK stacks "$d/$i" "$@" | head -5 | tr '\n' ';'
+	Q "$@"
+	got=$A
+	if [ "$got" = "$want" ]; then
+		pass "$name"
+		return 0
+	fi
+	Q why "${@:2}"
+	fail "$name" "expected $want, got ${got:-nothing} for '$*'; stacks with that leaf/API: $(awk -F' ;; ' '{for (i = 1; i <= NF && i <= 4; i++) printf "%s ;; ", $i}' <<<"$A")"
+	return 1
 }
 
 # The profile's own account of CUDA tracing (its "cuda: ..." comment).
