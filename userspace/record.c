@@ -446,9 +446,15 @@ int record__main(int argc, char **argv)
 				char extra[256];
 				char duty[200];
 
+				struct cuda_stats now_cs;
+				bool show = windowed;
+
+				/* Duty cycles mean something only once there are CUDA probes. */
+				cuda__stats(cuda, &now_cs);
+				show = show && now_cs.objects > 0;
 				duty_text(&gov, duty, sizeof(duty));
 				snprintf(extra, sizeof(extra), "  overhead ~%.2g%%%s%s%s", 100 * governor__overhead(&gov),
-					 windowed ? " (" : "", windowed ? duty : "", windowed ? ")" : "");
+					 show ? " (" : "", show ? duty : "", show ? ")" : "");
 				status__update(&status, t - start, procs__num_live(s.procs), st.samples,
 					       st.lost_stacks + st.dropped + procs__lost_events(s.procs), extra);
 			}
