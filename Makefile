@@ -62,7 +62,7 @@ WL_SRCS := $(wildcard tests/workloads/*.c)
 WL_BINS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WL_SRCS))
 WL_CFLAGS := -std=gnu11 -O0 -g -fno-omit-frame-pointer -Wall -Werror -pthread
 
-.PHONY: all deps test unit e2e demo bench clean format tools
+.PHONY: all deps test unit e2e demo bench clean format tools static
 .DEFAULT_GOAL := all
 # Keep intermediate objects (sanitizer builds) between runs.
 .SECONDARY:
@@ -121,6 +121,16 @@ $(BUILD)/san/profile.pb-c.o: $(PROTO_C) | $(BUILD)/san
 $(BUILD)/gpubpf: $(BUILD)/obj/main.o $(LIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
+# A static gpubpf (and the injection library beside it) to carry to a machine that has
+# a GPU but not our build dependencies: tests/gpu/README.md. libdw's own dependencies
+# (lzma, bzip2) must be named when linking it statically.
+static: $(BUILD)/gpubpf-static
+$(BUILD)/gpubpf-static: $(BUILD)/obj/main.o $(LIB_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) -static $(CFLAGS) $^ $(LDLIBS) -lelf -lz -llzma -lbz2 -o $@ 2>&1 | \
+		{ grep -v 'statically linked applications requires at runtime\|in function' || true; }
+	$(Q)test -x $@
 
 # --- tests --------------------------------------------------------------------------
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/test.h $(LIB_OBJS) | $(BUILD)/tests
