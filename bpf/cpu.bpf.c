@@ -10,6 +10,7 @@
 #define ENOMEM 12
 #include "targets.bpf.h"
 #include "stacks.bpf.h"
+#include "python.bpf.h"
 #include "cpu.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -41,6 +42,8 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	key.tid = tid;
 	key.ustack = capture_ustack(ctx, buf);
 	key.kstack = capture_kstack(ctx, buf);
+	/* The interpreter's frames, merged into the native stack by userspace. */
+	key.pystack = python_capture(ctx, tgid, tid);
 
 	void *counts = buf ? (void *)&counts1 : (void *)&counts0;
 	cnt = bpf_map_lookup_elem(counts, &key);

@@ -14,6 +14,7 @@
 #define ENOMEM 12
 #include "targets.bpf.h"
 #include "stacks.bpf.h"
+#include "python.bpf.h"
 #include "cuda_abi.h"
 #include "cuda.h"
 
@@ -269,6 +270,7 @@ static __always_inline int enter(struct pt_regs *ctx)
 		return 0;
 	}
 	key.ustack = capture_ustack(ctx, buf_active & 1);
+	key.pystack = python_capture(ctx, tgid, tid);
 	record_comm(tgid, tid);
 	account(&key, bytes, 0);
 	return 0;
@@ -299,6 +301,7 @@ static __always_inline int leave(struct pt_regs *ctx)
 	case CC_SYNC:
 		/* At return the frame walk starts in the caller: no separate caller frame. */
 		key.ustack = capture_ustack(ctx, buf_active & 1);
+		key.pystack = python_capture(ctx, tgid, tid);
 		record_comm(tgid, tid);
 		account(&key, 0, now - pend->ts);
 		break;
@@ -314,6 +317,8 @@ static __always_inline int leave(struct pt_regs *ctx)
 		if (id < 0)
 			stat_inc(id == -ENOMEM ? STAT_STACK_FULL : STAT_USTACK_LOST);
 		key.ustack = id < 0 ? -1 : (__s32)id;
+		/* py_stacks is never cleared: the id stays valid for gpu_inuse at the end. */
+		key.pystack = python_capture(ctx, tgid, tid);
 		key.flags = CUDA_KEY_ALLOC_STACK;
 		record_comm(tgid, tid);
 		account(&key, pend->arg, 0);

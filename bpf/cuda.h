@@ -58,6 +58,8 @@ struct cuda_key {
 	__u32 api;    /* index into userspace's function table */
 	__u32 flags;  /* CUDA_KEY_* */
 	__u32 dir;    /* copies: CUDA_DIR_* */
+	__s32 pystack; /* Python frames: id in py_stacks (bpf/python.bpf.h), or -1 */
+	__u32 pad;     /* explicit: the key is hashed bytewise */
 	__u64 caller; /* [rsp] at an entry probe: the direct caller the frame walk misses; 0 at return probes */
 	__u64 object; /* launches: the function pointer, cudaKernel_t or CUfunction */
 	__u64 stream;

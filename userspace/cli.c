@@ -17,7 +17,9 @@ void cli__usage_main(FILE *f)
 		   "  gpubpf record [options] -p PID[,PID...]   profile running processes\n"
 		   "  gpubpf record [options] -- COMMAND ...    start COMMAND and profile it\n"
 		   "  gpubpf record [options] -a                profile every process on the host\n"
-		   "  gpubpf help [COMMAND]                     show help (for `record`)\n"
+		   "  gpubpf report FILE [--top N]              summary tables of a profile or trace\n"
+		   "  gpubpf convert IN -o OUT [--format FMT]   pprof to speedscope, folded or pprof\n"
+		   "  gpubpf help [COMMAND]                     show help (record, report, convert)\n"
 		   "  gpubpf --version\n"
 		   "\n"
 		   "The output is a gzipped pprof profile. Look at it with:\n"
@@ -31,8 +33,8 @@ void cli__usage_record(FILE *f)
 {
 	fprintf(f,
 		"Usage: gpubpf record [-p PID[,PID...] | -a | -- COMMAND [ARGS...]] [-F HZ] [-d SECONDS]\n"
-		"                     [-o FILE] [--format pprof|folded] [--no-inherit]\n"
-		"                     [--overhead-budget PCT | --exact] [-v]\n"
+		"                     [-o FILE] [--format pprof|folded|speedscope] [--no-inherit]\n"
+		"                     [--overhead-budget PCT | --exact] [--no-python] [-v]\n"
 		"\n"
 		"Samples CPU stacks of the targets and writes one profile when recording ends:\n"
 		"at Ctrl-C or SIGTERM, when -d expires, or when every target has exited.\n"
@@ -47,9 +49,12 @@ void cli__usage_record(FILE *f)
 		"  -F, --freq HZ           CPU samples per second per CPU (default 99, 1..10000)\n"
 		"  -d, --duration SECONDS  stop after this long (default: until stopped or targets exit)\n"
 		"  -o, --output FILE       output file (default gpubpf.pb.gz; written atomically)\n"
-		"      --format FMT        pprof (gzipped protobuf, default) or folded (flamegraph.pl,\n"
-		"                          speedscope: one \"process;frame;...;leaf COUNT\" line per stack)\n"
+		"      --format FMT        pprof (gzipped protobuf, default), folded (flamegraph.pl:\n"
+		"                          one \"process;frame;...;leaf COUNT\" line per stack) or\n"
+		"                          speedscope (its JSON format, one profile per sample type)\n"
 		"      --no-inherit        do not follow children forked after attach\n"
+		"      --no-python         native stacks only: do not read CPython's frames (default:\n"
+		"                          Python 3.10-3.13 frames replace the interpreter's own)\n"
 		"      --overhead-budget PCT  keep gpubpf's estimated cost to every target thread under\n"
 		"                          PCT percent of its time (default 1): hot CUDA probe groups\n"
 		"                          (launches, copies) are attached in windows and their counts\n"
@@ -127,7 +132,7 @@ static int parse_pids(const char *arg, struct record_opts *o)
 	return err;
 }
 
-enum { OPT_FORMAT = 256, OPT_NO_INHERIT, OPT_BUDGET, OPT_EXACT };
+enum { OPT_FORMAT = 256, OPT_NO_INHERIT, OPT_BUDGET, OPT_EXACT, OPT_NO_PYTHON };
 
 int cli__parse_record(int argc, char **argv, struct record_opts *o)
 {
@@ -137,7 +142,8 @@ int cli__parse_record(int argc, char **argv, struct record_opts *o)
 		{"output", required_argument, NULL, 'o'},   {"format", required_argument, NULL, OPT_FORMAT},
 		{"no-inherit", no_argument, NULL, OPT_NO_INHERIT}, {"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},           {"overhead-budget", required_argument, NULL, OPT_BUDGET},
-		{"exact", no_argument, NULL, OPT_EXACT},    {NULL, 0, NULL, 0},
+		{"exact", no_argument, NULL, OPT_EXACT},    {"no-python", no_argument, NULL, OPT_NO_PYTHON},
+		{NULL, 0, NULL, 0},
 	};
 	int c, modes;
 	long l;
@@ -146,6 +152,7 @@ int cli__parse_record(int argc, char **argv, struct record_opts *o)
 	o->freq = 99;
 	o->output = "gpubpf.pb.gz";
 	o->inherit = true;
+	o->python = true;
 	o->budget = 1.0;
 	o->argc = argc;
 	o->argv = argv;
@@ -187,8 +194,10 @@ int cli__parse_record(int argc, char **argv, struct record_opts *o)
 				o->format = FORMAT_PPROF;
 			} else if (!strcmp(optarg, "folded")) {
 				o->format = FORMAT_FOLDED;
+			} else if (!strcmp(optarg, "speedscope")) {
+				o->format = FORMAT_SPEEDSCOPE;
 			} else {
-				pr_err("record: unknown --format '%s' (expected pprof or folded)", optarg);
+				pr_err("record: unknown --format '%s' (expected pprof, folded or speedscope)", optarg);
 				return -EINVAL;
 			}
 			break;
@@ -203,6 +212,9 @@ int cli__parse_record(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_EXACT:
 			o->exact = true;
+			break;
+		case OPT_NO_PYTHON:
+			o->python = false;
 			break;
 		case 'v':
 			o->verbose = true;

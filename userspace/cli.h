@@ -11,6 +11,7 @@
 enum out_format {
 	FORMAT_PPROF = 0,
 	FORMAT_FOLDED = 1,
+	FORMAT_SPEEDSCOPE = 2,
 };
 
 struct record_opts {
@@ -25,6 +26,7 @@ struct record_opts {
 	bool inherit;         /* follow children (off with --no-inherit) */
 	double budget;        /* --overhead-budget, percent of each target thread's time */
 	bool exact;           /* --exact: every probe attached all the time */
+	bool python;          /* Python frames (off with --no-python) */
 	bool verbose;         /* -v */
 	bool help;            /* --help was asked: print usage, exit 0 */
 	int argc;             /* the full command line, for the profile's comments */

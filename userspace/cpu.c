@@ -15,6 +15,7 @@
 #include "cpu.skel.h"
 #include "log.h"
 #include "procs.h"
+#include "python.h"
 #include "stacks.h"
 
 struct cpu_sampler {
@@ -126,6 +127,8 @@ struct cpu_sampler *cpu__new(struct session *s, int targets_fd, int comms_fd)
 	err = bpf_map__reuse_fd(c->skel->maps.targets, targets_fd);
 	if (!err)
 		err = bpf_map__reuse_fd(c->skel->maps.comms, comms_fd);
+	if (!err)
+		err = python__prepare(s->py, c->skel->obj); /* Python maps shared, or shrunk when off */
 	if (err) {
 		pr_err("cannot share the target map: %s", strerror(-err));
 		goto fail;
@@ -186,7 +189,8 @@ static int drain_buffer(struct cpu_sampler *c, unsigned buf)
 		SESSION_VALUES(values);
 		values[s->t_samples] = (int64_t)count;
 		values[s->t_cpu_ns] = (int64_t)count * s->period_ns;
-		err = session__add_stack_sample(s, key.tgid, key.tid, kips, nk, uips, nu, NULL, 0, NULL, 0, values);
+		err = session__add_stack_sample_py(s, key.tgid, key.tid, kips, nk, uips, nu, key.pystack, NULL, 0, NULL,
+						   0, values);
 		if (err)
 			break;
 		c->samples += count;

@@ -10,6 +10,7 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -25,6 +26,7 @@
 #include "links.h"
 #include "log.h"
 #include "objscan.h"
+#include "python.h"
 #include "procs.h"
 #include "stacks.h"
 #include "umulti.h"
@@ -42,6 +44,7 @@ struct cuda_tracer {
 	bool group_on[CG__COUNT];       /* groups currently attached */
 	double on_since[CG__COUNT];     /* when an attached group was attached */
 	double attached_s[CG__COUNT];   /* attached seconds since the last drain */
+	_Atomic int64_t late_ns[CG__COUNT]; /* attached while closes were pending (close threads) */
 	double last_drain;
 	struct governor *gov;           /* rates are reported here */
 	bool scaled;                    /* windowed: scale counts by attached time */
@@ -83,6 +86,8 @@ static double mono_now(void)
 /* Closing a uprobe link waits for a grace period (~80 ms here): close detached windows'
  * links on a thread of their own so the window schedule holds. */
 struct close_batch {
+	_Atomic int64_t *late_ns; /* where to add how long after `decided` the close began */
+	double decided;
 	size_t n;
 	int fds[];
 };
@@ -91,6 +96,14 @@ static void *close_fds(void *arg)
 {
 	struct close_batch *b = arg;
 
+	/* The probes fire until close() unregisters them: a loaded machine can start this
+	 * thread late, and that time was attached too (else estimates overshoot). */
+	if (b->late_ns) {
+		double late = mono_now() - b->decided;
+
+		if (late > 0)
+			atomic_fetch_add(b->late_ns, (int64_t)(late * 1e9));
+	}
 	for (size_t i = 0; i < b->n; i++)
 		close(b->fds[i]);
 	free(b);
@@ -149,8 +162,11 @@ void cuda__set_group(struct cuda_tracer *c, int g, bool on)
 		c->on_since[g] = mono_now();
 	} else {
 		b = malloc(sizeof(*b) + sizeof(int) * 2 * c->nobjs);
-		if (b)
+		if (b) {
 			b->n = 0;
+			b->late_ns = &c->late_ns[g];
+			b->decided = now;
+		}
 		for (size_t i = 0; i < c->nobjs; i++) {
 			for (int ret = 0; ret <= 1; ret++) {
 				int fd = c->objs[i]->link[g][ret];
@@ -262,6 +278,8 @@ struct cuda_tracer *cuda__new(struct session *s, int targets_fd, int comms_fd)
 	err = bpf_map__reuse_fd(c->skel->maps.targets, targets_fd);
 	if (!err)
 		err = bpf_map__reuse_fd(c->skel->maps.comms, comms_fd);
+	if (!err)
+		err = python__prepare(s->py, c->skel->obj); /* Python maps shared, or shrunk when off */
 	if (err) {
 		pr_err("cannot share the target map with the CUDA tracer: %s", strerror(-err));
 		goto fail;
@@ -618,7 +636,8 @@ static int add_cuda_sample(struct cuda_tracer *c, const struct cuda_key *k, cons
 	}
 	if (n > 0)
 		ips[0] -= 1;
-	err = session__add_stack_sample(s, k->tgid, k->tid, NULL, 0, ips, n, leaf, nleaf, extra, nextra, values);
+	err = session__add_stack_sample_py(s, k->tgid, k->tid, NULL, 0, ips, n, k->pystack, leaf, nleaf, extra, nextra,
+					   values);
 	free(owned);
 	return err;
 }
@@ -660,6 +679,7 @@ static double settle_windows(struct cuda_tracer *c)
 			c->attached_s[g] += now - c->on_since[g];
 			c->on_since[g] = now;
 		}
+		c->attached_s[g] += (double)atomic_exchange(&c->late_ns[g], 0) / 1e9;
 		c->scale[g] = c->scaled ? governor__scale(c->attached_s[g], elapsed) : 1;
 	}
 	return now;
@@ -780,6 +800,7 @@ double cuda__calibrate(struct cuda_tracer *c)
 		struct close_batch *b = malloc(sizeof(*b) + sizeof(int));
 
 		if (b) {
+			b->late_ns = NULL;
 			b->n = 1;
 			b->fds[0] = lfd;
 			close_async(b);

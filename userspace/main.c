@@ -5,8 +5,10 @@
 #include <string.h>
 
 #include "cli.h"
+#include "convert.h"
 #include "log.h"
 #include "record.h"
+#include "report.h"
 
 int main(int argc, char **argv)
 {
@@ -33,11 +35,27 @@ int main(int argc, char **argv)
 			cli__usage_record(stdout);
 			return 0;
 		}
-		pr_err("no help for unknown command '%s' (commands: record)", argv[2]);
+		if (!strcmp(argv[2], "report")) {
+			report__usage(stdout);
+			return 0;
+		}
+		if (!strcmp(argv[2], "convert")) {
+			convert__usage(stdout);
+			return 0;
+		}
+		pr_err("no help for unknown command '%s' (commands: record, report, convert)", argv[2]);
 		return 2;
 	}
 	if (!strcmp(argv[1], "record")) {
 		err = record__main(argc - 1, argv + 1);
+		return err < 0 ? -err : 0;
+	}
+	if (!strcmp(argv[1], "report")) {
+		err = report__main(argc - 1, argv + 1);
+		return err < 0 ? -err : 0;
+	}
+	if (!strcmp(argv[1], "convert")) {
+		err = convert__main(argc - 1, argv + 1);
 		return err < 0 ? -err : 0;
 	}
 	pr_err("unknown command '%s' (see gpubpf --help)", argv[1]);

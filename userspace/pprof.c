@@ -405,7 +405,8 @@ static int build_locations(struct writer *w, const struct profile *p, Perftools_
 		plocs[id - 1] = L;
 
 		if (loc->kind == PROF_FRAME_SYNTH) {
-			mk.module = SYNTH_MODULE;
+			/* Synthetic frames name their own module ("[cuda]", "[python]"). */
+			mk.module = loc->symbolized && r->module ? r->module : SYNTH_MODULE;
 		} else if (loc->kind == PROF_FRAME_KERNEL) {
 			mk.module = KERNEL_MODULE;
 			L->address = loc->addr;

@@ -465,3 +465,10 @@ int procs__add_ringbuf(struct procs *p, int map_fd, int (*cb)(void *ctx, void *d
 {
 	return ring_buffer__add(p->rb, map_fd, cb, ctx);
 }
+
+int procs__drain_events(struct procs *p)
+{
+	int n = ring_buffer__consume(p->rb);
+
+	return n < 0 ? n : 0;
+}

@@ -37,6 +37,10 @@ int procs__child_status(struct procs *p, int *status); /* 0 when it exited and w
 /* Handle lifecycle events for up to timeout_ms. Returns the number handled or a negative errno. */
 int procs__poll(struct procs *p, int timeout_ms);
 
+/* Handle every event already in the ring buffers, without waiting: before the final
+ * drain, so the names they carry (kernels looked up by name) are known. */
+int procs__drain_events(struct procs *p);
+
 /* Re-check which targets are alive and refresh their mappings for the symbolizer.
  * Returns the number of live root targets (the named or started ones). */
 int procs__refresh(struct procs *p);

@@ -663,26 +663,10 @@ static uint64_t sample_hash(const struct sample_key *k)
 	return h_final(h);
 }
 
-int profile__add_sample(struct profile *p, int pid, int tid, const struct prof_frame *frames, int nframes,
-			const struct prof_label *labels, int nlabels, const int64_t *values)
+/* Intern and sort a sample's labels into lab (PROFILE_MAX_LABELS entries). */
+static int intern_labels(struct profile *p, const struct prof_label *labels, int nlabels, struct prof_label *lab)
 {
-	uint32_t ids[PROFILE_MAX_FRAMES];
-	struct prof_label lab[PROFILE_MAX_LABELS];
-	struct sample_key k;
-	struct sample_ent *e;
-	struct ht_slot *slot;
-	uint64_t hash;
-	uint32_t *locs;
-	struct prof_label *labs;
-	int64_t *vals;
 	int err;
-
-	if (!p || !values || nframes < 0 || nlabels < 0 || (nframes && !frames) || (nlabels && !labels))
-		return -EINVAL;
-	if (nframes > PROFILE_MAX_FRAMES || nlabels > PROFILE_MAX_LABELS)
-		return -E2BIG;
-	if (!p->ntypes)
-		return -EINVAL;
 
 	for (int i = 0; i < nlabels; i++) {
 		if (!labels[i].key)
@@ -703,12 +687,21 @@ int profile__add_sample(struct profile *p, int pid, int tid, const struct prof_f
 	/* the same labels in another order are the same sample */
 	if (nlabels > 1)
 		qsort(lab, nlabels, sizeof(lab[0]), cmp_label);
+	return 0;
+}
 
-	for (int i = 0; i < nframes; i++) {
-		err = intern_location(p, pid, &frames[i], &ids[i]);
-		if (err)
-			return err;
-	}
+/* Add values to the sample keyed by interned location ids and interned, sorted labels. */
+static int add_sample_ids(struct profile *p, int pid, int tid, const uint32_t *ids, int nframes,
+			  const struct prof_label *lab, int nlabels, const int64_t *values)
+{
+	struct sample_key k;
+	struct sample_ent *e;
+	struct ht_slot *slot;
+	uint64_t hash;
+	uint32_t *locs;
+	struct prof_label *labs;
+	int64_t *vals;
+	int err;
 
 	k.pid = pid;
 	k.tid = tid;
@@ -758,6 +751,51 @@ int profile__add_sample(struct profile *p, int pid, int tid, const struct prof_f
 		p->totals[i] = (int64_t)((uint64_t)p->totals[i] + (uint64_t)values[i]);
 	}
 	return 0;
+}
+
+int profile__add_sample(struct profile *p, int pid, int tid, const struct prof_frame *frames, int nframes,
+			const struct prof_label *labels, int nlabels, const int64_t *values)
+{
+	uint32_t ids[PROFILE_MAX_FRAMES];
+	struct prof_label lab[PROFILE_MAX_LABELS];
+	int err;
+
+	if (!p || !values || nframes < 0 || nlabels < 0 || (nframes && !frames) || (nlabels && !labels))
+		return -EINVAL;
+	if (nframes > PROFILE_MAX_FRAMES || nlabels > PROFILE_MAX_LABELS)
+		return -E2BIG;
+	if (!p->ntypes)
+		return -EINVAL;
+	err = intern_labels(p, labels, nlabels, lab);
+	if (err)
+		return err;
+	for (int i = 0; i < nframes; i++) {
+		err = intern_location(p, pid, &frames[i], &ids[i]);
+		if (err)
+			return err;
+	}
+	return add_sample_ids(p, pid, tid, ids, nframes, lab, nlabels, values);
+}
+
+int profile__add_sample_locs(struct profile *p, int pid, int tid, const uint32_t *locs, int nlocs,
+			     const struct prof_label *labels, int nlabels, const int64_t *values)
+{
+	struct prof_label lab[PROFILE_MAX_LABELS];
+	int err;
+
+	if (!p || !values || nlocs < 0 || nlabels < 0 || (nlocs && !locs) || (nlabels && !labels))
+		return -EINVAL;
+	if (nlocs > PROFILE_MAX_FRAMES || nlabels > PROFILE_MAX_LABELS)
+		return -E2BIG;
+	if (!p->ntypes)
+		return -EINVAL;
+	for (int i = 0; i < nlocs; i++)
+		if (locs[i] < 1 || locs[i] > p->nlocs)
+			return -ENOENT;
+	err = intern_labels(p, labels, nlabels, lab);
+	if (err)
+		return err;
+	return add_sample_ids(p, pid, tid, locs, nlocs, lab, nlabels, values);
 }
 
 size_t profile__num_samples(const struct profile *p)
@@ -899,4 +937,58 @@ int profile__symbolize(struct profile *p, struct syms *s)
 	if (!syms__resolve_user || !syms__resolve_kernel)
 		return -ENOSYS;
 	return profile__symbolize_with(p, syms_resolve, s);
+}
+
+int profile__add_resolved_location(struct profile *p, uint32_t kind, int pid, uint64_t addr,
+				   const struct sym_result *sym, uint32_t *id)
+{
+	struct prof_location tmp = {.kind = kind, .pid = pid, .addr = addr};
+	struct sym_result copy;
+	struct loc_ent *e;
+	int err;
+
+	if (!p || !sym || !id || kind > PROF_FRAME_SYNTH)
+		return -EINVAL;
+	err = copy_result(p, &tmp, sym, &copy);
+	if (err)
+		return err;
+	if (p->nlocs >= UINT32_MAX - 1)
+		return -E2BIG;
+	if (p->nlocs % LOC_BLOCK == 0) {
+		size_t b = p->nlocs / LOC_BLOCK;
+
+		err = grow((void **)&p->loc_blocks, &p->cap_blocks, b + 1, sizeof(*p->loc_blocks));
+		if (err)
+			return err;
+		p->loc_blocks[b] = malloc(LOC_BLOCK * sizeof(**p->loc_blocks));
+		if (!p->loc_blocks[b])
+			return -ENOMEM;
+	}
+	/* not entered in the location table: a file's locations keep their own identity
+	 * (two of them may share an address), and frames added later never merge into one */
+	e = loc_at(p, p->nlocs++);
+	memset(e, 0, sizeof(*e));
+	e->pub.id = p->nlocs;
+	e->pub.kind = kind;
+	e->pub.pid = kind == PROF_FRAME_USER ? pid : 0;
+	e->pub.addr = addr;
+	e->pub.sym = copy;
+	e->pub.symbolized = true;
+	if (kind == PROF_FRAME_SYNTH) {
+		e->synth_name = copy.frames[0].func;
+		e->synth_sys = copy.frames[0].sys_name;
+	}
+	/* its names are final: no resolver is asked about it again */
+	e->tries = SYMBOLIZE_TRIES;
+	*id = e->pub.id;
+	return 0;
+}
+
+/* For callers that mix interned frames with locations they made themselves
+ * (python.c's Python frames, added with profile__add_resolved_location). */
+int profile__location_id(struct profile *p, int pid, const struct prof_frame *f, uint32_t *id)
+{
+	if (!p || !f || !id)
+		return -EINVAL;
+	return intern_location(p, pid, f, id);
 }

@@ -87,6 +87,23 @@ const char *profile__comment(const struct profile *p, int idx);
 int profile__add_sample(struct profile *p, int pid, int tid, const struct prof_frame *frames, int nframes,
 			const struct prof_label *labels, int nlabels, const int64_t *values);
 
+/* A profile read back from a file: add a location whose names are already known. kind
+ * (enum prof_frame_kind) says how writers show it; sym is copied (nframes >= 1, frames
+ * inlined first; a NULL func becomes "[unknown]+0xADDR"). The location is never merged
+ * with another one, and no resolver is asked about it. Returns 0 and sets *id (1..N),
+ * or a negative errno. */
+int profile__add_resolved_location(struct profile *p, uint32_t kind, int pid, uint64_t addr,
+				   const struct sym_result *sym, uint32_t *id);
+
+/* profile__add_sample with location ids (leaf first) instead of frames; every id must
+ * name an existing location (-ENOENT otherwise). */
+int profile__add_sample_locs(struct profile *p, int pid, int tid, const uint32_t *locs, int nlocs,
+			     const struct prof_label *labels, int nlabels, const int64_t *values);
+
+/* The location id of one frame (interned as profile__add_sample does), for
+ * profile__add_sample_locs. 0 or a negative errno. */
+int profile__location_id(struct profile *p, int pid, const struct prof_frame *f, uint32_t *id);
+
 /* Symbolize every location that is not yet symbolized. USER and KERNEL locations go
  * through syms; SYNTH locations get a module of "[cuda]" and their own name. Call it as
  * often as you like (e.g. at every drain while targets live, and once before writing). */

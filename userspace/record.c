@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,9 +23,11 @@
 #include "pprof.h"
 #include "preflight.h"
 #include "procs.h"
+#include "python.h"
 #include "profile.h"
 #include "record.h"
 #include "session.h"
+#include "speedscope.h"
 #include "status.h"
 #include "syms.h"
 
@@ -86,6 +89,8 @@ static int write_cb(void *ctx, FILE *f)
 
 	if (w->s->opts->format == FORMAT_FOLDED)
 		return folded__write(w->s->prof, w->s->t_samples, f);
+	if (w->s->opts->format == FORMAT_SPEEDSCOPE)
+		return speedscope__write(w->s->prof, f);
 	return pprof__write(w->s->prof, f);
 }
 
@@ -184,6 +189,23 @@ static void set_injection_env(void)
 		return;
 	}
 	setenv("CUDA_INJECTION64_PATH", lib, 1);
+}
+
+/* Every probe is in: tell a script that waits (GPUBPF_READY_FILE names a file to create).
+ * Tests use it to release a target only once gpubpf sees everything it does. */
+static void signal_ready(void)
+{
+	const char *f = getenv("GPUBPF_READY_FILE");
+	int fd;
+
+	if (!f || !*f)
+		return;
+	/* The pid tells a waiter this run from an earlier one. */
+	fd = open(f, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		dprintf(fd, "%d\n", (int)getpid());
+		close(fd);
+	}
 }
 
 /* Length of one window period: 1 s; GPUBPF_WINDOW_PERIOD (seconds) shortens it so tests
@@ -376,6 +398,9 @@ int record__main(int argc, char **argv)
 			goto cleanup;
 		}
 	}
+	/* Python frames: shares its maps with the CPU and CUDA objects, so before them. A
+	 * failure only costs the Python frames (it said why). */
+	python__attach_session(&s);
 	cpu = cpu__new(&s, procs__targets_fd(s.procs), s.comms_fd);
 	if (!cpu) {
 		err = -errno;
@@ -405,6 +430,7 @@ int record__main(int argc, char **argv)
 	/* The first drain measures the hit rates the window plan needs: early. */
 	next_tick = start + (windowed ? 0.1 : 1.0);
 	pr_debug("recording %s", desc);
+	signal_ready();
 
 	next_window = start;
 	while (!stop_signals) {
@@ -473,6 +499,7 @@ int record__main(int argc, char **argv)
 	else if (exited)
 		pr_debug("every target exited");
 
+	procs__drain_events(s.procs);
 	err = cpu__drain(cpu, true);
 	if (!err)
 		err = cuda__drain(cuda, true);
@@ -538,6 +565,7 @@ int record__main(int argc, char **argv)
 cleanup:
 	cuda__free(cuda);
 	cpu__free(cpu);
+	python__free(s.py);
 	procs__free(s.procs);
 	profile__free(s.prof);
 	syms__free(s.syms);

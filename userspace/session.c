@@ -9,6 +9,7 @@
 #include <bpf/bpf.h>
 
 #include "procs.h"
+#include "python.h"
 #include "session.h"
 
 /* tid -> names. Threads are few compared to samples; a small open-addressing table. */
@@ -138,9 +139,16 @@ int session__add_stack_sample(struct session *s, uint32_t pid, uint32_t tid, con
 			      const uint64_t *uips, int nu, const struct prof_frame *leaf, int nleaf,
 			      const struct prof_label *extra, int nextra, const int64_t *values)
 {
+	return session__add_stack_sample_py(s, pid, tid, kips, nk, uips, nu, -1, leaf, nleaf, extra, nextra, values);
+}
+
+int session__add_stack_sample_py(struct session *s, uint32_t pid, uint32_t tid, const uint64_t *kips, int nk,
+				 const uint64_t *uips, int nu, int32_t pystack, const struct prof_frame *leaf,
+				 int nleaf, const struct prof_label *extra, int nextra, const int64_t *values)
+{
 	struct prof_frame frames[PROFILE_MAX_FRAMES];
 	struct prof_label labels[PROFILE_MAX_LABELS];
-	int n = 0, nl, err;
+	int n = 0, nl, err, ustart;
 
 	err = session__labels(s, pid, tid, labels);
 	if (err)
@@ -155,12 +163,36 @@ int session__add_stack_sample(struct session *s, uint32_t pid, uint32_t tid, con
 		frames[n] = (struct prof_frame){.kind = PROF_FRAME_KERNEL, .addr = kips[i] - (i > 0)};
 		n++;
 	}
+	ustart = n;
 	for (int i = 0; i < nu && n < PROFILE_MAX_FRAMES; i++) {
 		/* ips[0] is the interrupted or probed instruction itself (a uprobe's is the
 		 * function entry, where -1 would land in the previous function); the rest
 		 * are return addresses, moved back into the call instruction. */
 		frames[n] = (struct prof_frame){.kind = PROF_FRAME_USER, .addr = uips[i] - (i > 0)};
 		n++;
+	}
+	if (s->py && pystack >= 0) {
+		/* Python: the user frames (after the leaf and kernel ones) become a merge of
+		 * native and Python frames, as location ids. */
+		uint32_t ids[PROFILE_MAX_FRAMES];
+		int nfix = ustart, m;
+
+		if (s->opts->all)
+			python__note_pid(s->py, (int)pid);
+		m = python__frames(s->py, (int)pid, pystack, frames + nfix, n - nfix, ids + nfix,
+				   PROFILE_MAX_FRAMES - nfix);
+		if (m >= 0) {
+			for (int i = 0; i < nfix; i++) {
+				err = profile__location_id(s->prof, (int)pid, &frames[i], &ids[i]);
+				if (err)
+					return err;
+			}
+			return profile__add_sample_locs(s->prof, (int)pid, (int)tid, ids, nfix + m, labels, nl, values);
+		}
+		if (m != -ENOENT)
+			return m;
+	} else if (s->py && s->opts->all) {
+		python__note_pid(s->py, (int)pid);
 	}
 	if (n == 0)
 		frames[n++] = (struct prof_frame){.kind = PROF_FRAME_SYNTH, .name = "[stack lost]"};

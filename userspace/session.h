@@ -13,12 +13,14 @@
 #include "syms.h"
 
 struct procs;
+struct python;
 
 struct session {
 	const struct record_opts *opts;
 	struct profile *prof;
 	struct syms *syms;
 	struct procs *procs;
+	struct python *py; /* Python frames (python.c), or NULL: --no-python or not set up */
 	int comms_fd;    /* BPF map tid -> struct gpubpf_comm */
 	int t_samples;   /* sample type indices in prof */
 	int t_cpu_ns;
@@ -28,6 +30,8 @@ struct session {
 	int t_cuda_sync_ns;
 	int t_gpu_alloc;
 	int t_gpu_inuse;
+	int t_gpu_kernel_ns;  /* device-side kernel time (cupti.c) */
+	int t_gpu_memcpy_ns;  /* device-side copy and memset time (cupti.c) */
 	int64_t period_ns;
 	uint64_t truncated_stacks; /* stacks that hit STACKS_MAX_DEPTH */
 };
@@ -49,5 +53,11 @@ void session__names_free(void);
 int session__add_stack_sample(struct session *s, uint32_t pid, uint32_t tid, const uint64_t *kips, int nk,
 			      const uint64_t *uips, int nu, const struct prof_frame *leaf, int nleaf,
 			      const struct prof_label *extra, int nextra, const int64_t *values);
+
+/* The same with the thread's Python frames (an id in py_stacks, or -1) merged into the
+ * user stack by python__frames(); without s->py or a Python stack, exactly the above. */
+int session__add_stack_sample_py(struct session *s, uint32_t pid, uint32_t tid, const uint64_t *kips, int nk,
+				 const uint64_t *uips, int nu, int32_t pystack, const struct prof_frame *leaf,
+				 int nleaf, const struct prof_label *extra, int nextra, const int64_t *values);
 
 #endif /* GPUBPF_SESSION_H */

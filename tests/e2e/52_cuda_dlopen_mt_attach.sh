@@ -39,7 +39,6 @@ attach_gated() {
 		release_gated
 		return 1
 	fi
-	sleep 0.5 # the CUDA uprobes come after the first BPF links
 	release_gated
 	wait "$WL_PID"
 	cp "$TMP/wl.out" "$TMP/$p.wl"

@@ -61,16 +61,18 @@ start_gated() {
 }
 release_gated() { echo go >&"$WL_IN"; exec {WL_IN}>&-; }
 
-# Wait until gpubpf (pid $1) has attached: it prints nothing, so poll for its BPF links.
+# gpubpf writes its pid to $GPUBPF_READY_FILE once every probe is in (tests only).
+export GPUBPF_READY_FILE=$TMP/gpubpf.ready
+
+# Wait until gpubpf (pid $1) is recording with every probe in place.
 wait_attached() {
 	local pid=$1
-	for _ in $(seq 200); do
-		if ls -l "/proc/$pid/fd" 2>/dev/null | grep -q 'bpf_link\|anon_inode:\[perf_event\]'; then
-			sleep 0.2
+	for _ in $(seq 400); do
+		if [ "$(cat "$GPUBPF_READY_FILE" 2>/dev/null)" = "$pid" ]; then
 			return 0
 		fi
 		kill -0 "$pid" 2>/dev/null || return 1
-		sleep 0.05
+		sleep 0.025
 	done
 	return 1
 }

@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: MIT
+/* The pure parts of userspace/python.c: line tables, the native/Python merge, and the
+ * 3.13 debug offsets parser. The BPF walk and the decoder run in tests/e2e/90_python.sh. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "python.h"
+#include "test.h"
+
+/* 3.11 location table of a function at line 10: 2 code units with no column info at
+ * line 10 (code 13, delta 0), then 3 units one line later (one-line form, code 11),
+ * then a long entry going back 2 lines (code 14), then no location (code 15). */
+static const uint8_t lt311[] = {
+    0x80 | (13 << 3) | 1, 0x00,		 /* units 0-1: +0 -> 10 */
+    0x80 | (11 << 3) | 2, 5,	9,	 /* units 2-4: +1 -> 11 */
+    0x80 | (14 << 3) | 0, 0x05, 0, 1, 1, /* unit 5: svarint 5 = -2 -> 9 */
+    0x80 | (15 << 3) | 0,		 /* unit 6: none */
+    0x80 | (0 << 3) | 0,  3,		 /* unit 7: short form, +0 -> 9 */
+};
+
+TEST(line_311)
+{
+	CHECK_INT(python__line_311(lt311, sizeof(lt311), 10, 0), 10);
+	CHECK_INT(python__line_311(lt311, sizeof(lt311), 10, 1), 10);
+	CHECK_INT(python__line_311(lt311, sizeof(lt311), 10, 2), 11);
+	CHECK_INT(python__line_311(lt311, sizeof(lt311), 10, 4), 11);
+	CHECK_INT(python__line_311(lt311, sizeof(lt311), 10, 5), 9);
+	CHECK_INT(python__line_311(lt311, sizeof(lt311), 10, 6), 10); /* no location: the first line */
+	CHECK_INT(python__line_311(lt311, sizeof(lt311), 10, 7), 9);
+	CHECK_INT(python__line_311(lt311, sizeof(lt311), 10, 99), 10);
+	CHECK_INT(python__line_311(lt311, sizeof(lt311), 10, -3), 10);
+	/* truncated in the middle of a varint, or garbage: bounded, the first line */
+	CHECK_INT(python__line_311(lt311, 6, 10, 5), 10);
+	{
+		static const uint8_t junk[] = {0x7f, 0xff, 0xff};
+
+		CHECK_INT(python__line_311(junk, sizeof(junk), 3, 0), 3);
+		CHECK_INT(python__line_311(NULL, 0, 3, 0), 3);
+	}
+}
+
+TEST(line_310)
+{
+	/* bytes 0-5 at +0 (20), 6-9 at +2 (22), 10-11 no line, 12-15 at -1 (21) */
+	static const uint8_t lt[] = {6, 0, 4, 2, 2, 0x80, 4, 0xff};
+
+	CHECK_INT(python__line_310(lt, sizeof(lt), 20, 0), 20);
+	CHECK_INT(python__line_310(lt, sizeof(lt), 20, 2), 20);
+	CHECK_INT(python__line_310(lt, sizeof(lt), 20, 3), 22);
+	CHECK_INT(python__line_310(lt, sizeof(lt), 20, 5), 20);
+	CHECK_INT(python__line_310(lt, sizeof(lt), 20, 7), 21);
+	CHECK_INT(python__line_310(lt, sizeof(lt), 20, 100), 20);
+	CHECK_INT(python__line_310(lt, 3, 20, 3), 20); /* odd length: the half pair is ignored */
+}
+
+static int plan(const uint8_t *roles, int nu, const bool *gend, int np, bool walkable, int32_t *out)
+{
+	return python__merge_plan(roles, nu, gend, np, walkable, out, 64);
+}
+
+TEST(merge_frame_pointers)
+{
+	/* native: leaf ext, eval, glue, ext callback, eval, glue, main */
+	static const uint8_t roles[] = {PY_ROLE_OTHER, PY_ROLE_EVAL, PY_ROLE_GLUE,  PY_ROLE_OTHER,
+					PY_ROLE_EVAL,  PY_ROLE_GLUE, PY_ROLE_INTERP};
+	/* Python: f, g run by the first eval; h, <module> by the second */
+	static const bool gend[] = {false, true, false, true};
+	static const int32_t want[] = {0, -1, -2, 3, -3, -4, 6};
+	int32_t out[64];
+	int n = plan(roles, 7, gend, 4, true, out);
+
+	CHECK_INT(n, 7);
+	for (int i = 0; i < n; i++)
+		CHECK_INT(out[i], want[i]);
+}
+
+TEST(merge_no_frame_pointers)
+{
+	/* The eval loop keeps no frame pointer: what follows it is dropped. */
+	static const uint8_t roles[] = {PY_ROLE_INTERP, PY_ROLE_EVAL, PY_ROLE_INTERP, PY_ROLE_UNMAPPED};
+	static const bool gend[] = {false, false, true};
+	int32_t out[64];
+	int n = plan(roles, 4, gend, 3, false, out);
+
+	CHECK_INT(n, 4);
+	CHECK_INT(out[0], 0);
+	CHECK_INT(out[1], -1);
+	CHECK_INT(out[2], -2);
+	CHECK_INT(out[3], -3);
+}
+
+TEST(merge_no_eval)
+{
+	/* A uprobe in libcudart called through libffi, then a stray value: the foreign
+	 * frames stay under the Python ones, the rest goes. */
+	static const uint8_t roles[] = {PY_ROLE_OTHER, PY_ROLE_OTHER, PY_ROLE_UNMAPPED, PY_ROLE_INTERP};
+	static const bool gend[] = {false, true};
+	int32_t out[64];
+	int n = plan(roles, 4, gend, 2, true, out);
+
+	CHECK_INT(n, 4);
+	CHECK_INT(out[0], 0);
+	CHECK_INT(out[1], 1);
+	CHECK_INT(out[2], -1);
+	CHECK_INT(out[3], -2);
+	/* the leaf is kept even in the interpreter */
+	{
+		static const uint8_t r2[] = {PY_ROLE_INTERP, PY_ROLE_INTERP};
+
+		n = plan(r2, 2, gend, 2, true, out);
+		CHECK_INT(n, 3);
+		CHECK_INT(out[0], 0);
+		CHECK_INT(out[1], -1);
+	}
+}
+
+TEST(merge_more_evals_than_groups)
+{
+	/* A truncated Python chain: the extra eval frames stay native; a stray address
+	 * past an eval frame ends the stack. */
+	static const uint8_t roles[] = {PY_ROLE_EVAL, PY_ROLE_EVAL, PY_ROLE_OTHER, PY_ROLE_UNMAPPED, PY_ROLE_OTHER};
+	static const bool gend[] = {true};
+	int32_t out[64];
+	int n = plan(roles, 5, gend, 1, true, out);
+
+	CHECK_INT(n, 3);
+	CHECK_INT(out[0], -1);
+	CHECK_INT(out[1], 1);
+	CHECK_INT(out[2], 2);
+	/* and the output is bounded by cap */
+	CHECK_INT(python__merge_plan(roles, 5, gend, 1, true, out, 1), 1);
+	CHECK_INT(python__merge_plan(roles, 0, gend, 0, true, out, 64), 0);
+}
+
+TEST(debug_offsets_313)
+{
+	/* The first words of _PyRuntime in CPython 3.13.0 (pyenv build, x86-64). */
+	static const uint64_t w[] = {
+	    0x7970677562656478,
+	    0x30d00f0,
+	    0x0,
+	    0x452b8,
+	    0x260,
+	    0x278,
+	    0x2f998,
+	    0x1c68,
+	    0x1c60,
+	    0x1cb0,
+	    0x1ce8,
+	    0x1de8,
+	    0x1dd8,
+	    0x1de0,
+	    0x10,
+	    0x1e48,
+	    0x0,
+	    0x1e58,
+	    0x1e50,
+	    0x130,
+	    0x0,
+	    0x8,
+	    0x10,
+	    0x48,
+	    0x98,
+	    0xa0,
+	    0xe8,
+	    0x20,
+	    0x50,
+	    0x8,
+	    0x0,
+	    0x38,
+	    0x48,
+	    0x46,
+	    0xd0,
+	    0x70,
+	    0x78,
+	    0x80,
+	    0x88,
+	    0x44,
+	    0x34,
+	    0x60,
+	    0x68,
+	    0xc8,
+	    0x10,
+	    0x8,
+	    0x1a0,
+	    0x18,
+	};
+	uint8_t buf[1024] = {0};
+	struct py_layout L;
+
+	memcpy(buf, w, sizeof(w));
+	CHECK_INT(python__parse_debug_offsets(buf, sizeof(buf), &L), 0);
+	CHECK_INT(L.major, 3);
+	CHECK_INT(L.minor, 13);
+	CHECK_INT(L.runtime_interp_head, 0x278);
+	CHECK_INT(L.interp_threads, 0x1cb0);
+	CHECK_INT(L.tstate_frame, 0x48);
+	CHECK_INT(L.tstate_match, 0xa0);
+	CHECK_INT(L.frame_previous, 8);
+	CHECK_INT(L.frame_code, 0);
+	CHECK_INT(L.frame_instr, 0x38);
+	CHECK_INT(L.frame_owner, 0x46);
+	CHECK_INT(L.co_filename, 0x70);
+	CHECK_INT(L.co_qualname, 0x80);
+	CHECK_INT(L.co_firstlineno, 0x44);
+	CHECK_INT(L.co_code_adaptive, 0xc8);
+	/* not the cookie, too short, or offsets outside what the walk reads: refused */
+	buf[0] = 'X';
+	CHECK_INT(python__parse_debug_offsets(buf, sizeof(buf), &L), -EINVAL);
+	buf[0] = 'x';
+	CHECK_INT(python__parse_debug_offsets(buf, 32, &L), -EINVAL);
+	memset(buf + 8 * 31, 0x7f, 8); /* interpreter_frame.instr_ptr */
+	CHECK_INT(python__parse_debug_offsets(buf, sizeof(buf), &L), -EINVAL);
+	memset(buf + 16, 0xff, sizeof(buf) - 16);
+	CHECK_INT(python__parse_debug_offsets(buf, sizeof(buf), &L), -EINVAL);
+}
+
+int main(int argc, char **argv)
+{
+	(void)argc;
+	T_BEGIN(argv);
+	RUN(line_311);
+	RUN(line_310);
+	RUN(merge_frame_pointers);
+	RUN(merge_no_frame_pointers);
+	RUN(merge_no_eval);
+	RUN(merge_more_evals_than_groups);
+	RUN(debug_offsets_313);
+	return T_END();
+}

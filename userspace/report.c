@@ -1,0 +1,1005 @@
+// SPDX-License-Identifier: MIT
+/* gpubpf report: aggregate the model into small tables and print them aligned.
+ *
+ * A CUDA sample's stack is, leaf first: the GPU-side frame (kernel name, "[memcpy
+ * HtoD]", ...) when there is one, the API frame, then the caller's frames. The synthetic
+ * frames are the leading locations of kind PROF_FRAME_SYNTH (mapping "[cuda]" in a file),
+ * so the API frame is the last of them and the GPU-side frame the first when there are
+ * two. A "call site" is the innermost frame that is not CUDA's own: not in an NVIDIA
+ * library, not an nvcc-generated launch stub, and not the host stub that carries the
+ * kernel's own name.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "hmap.h"
+#include "log.h"
+#include "report.h"
+
+#define NV 6 /* values per row */
+
+enum unit { U_COUNT, U_NS, U_BYTES };
+
+struct row {
+	const char *name, *file; /* file: a call site's source file, or NULL */
+	int line;
+	int64_t v[NV];
+};
+
+struct table {
+	struct row *rows;
+	size_t n, cap;
+	struct hmap idx; /* (name ptr, file ptr, line) -> row index */
+};
+
+enum col_kind {
+	COL_VAL,  /* v[a] */
+	COL_PCT,  /* v[a] as a share of the column's total */
+	COL_AVG,  /* v[a] / v[b] */
+	COL_PCTG, /* v[a] as a share of the grand total given to print_table */
+};
+
+struct col {
+	const char *title;
+	enum col_kind kind;
+	int a, b;
+	enum unit unit;
+	bool additive; /* false: left blank on the "[N more]" row (cumulative values) */
+};
+
+static void table_free(struct table *t)
+{
+	free(t->rows);
+	hmap__clear(&t->idx);
+	memset(t, 0, sizeof(*t));
+}
+
+/* The row of (name, file, line), created empty; names are the model's interned strings,
+ * so a pointer is an identity. NULL on -ENOMEM. */
+static struct row *table_get(struct table *t, const char *name, const char *file, int line)
+{
+	uint64_t v;
+
+	if (hmap__get(&t->idx, (uintptr_t)name, (uintptr_t)file, (uint64_t)(uint32_t)line, &v))
+		return &t->rows[v];
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 32;
+		struct row *n = realloc(t->rows, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		t->rows = n;
+		t->cap = cap;
+	}
+	memset(&t->rows[t->n], 0, sizeof(t->rows[t->n]));
+	t->rows[t->n].name = name;
+	t->rows[t->n].file = file;
+	t->rows[t->n].line = line;
+	if (hmap__put(&t->idx, (uintptr_t)name, (uintptr_t)file, (uint64_t)(uint32_t)line, t->n))
+		return NULL;
+	return &t->rows[t->n++];
+}
+
+/* qsort has no context argument; report runs on one thread */
+static int sort_col, sort_col2 = -1;
+
+static int cmp_row(const void *pa, const void *pb)
+{
+	const struct row *a = pa, *b = pb;
+	int c;
+
+	if (a->v[sort_col] != b->v[sort_col])
+		return a->v[sort_col] > b->v[sort_col] ? -1 : 1;
+	if (sort_col2 >= 0 && a->v[sort_col2] != b->v[sort_col2])
+		return a->v[sort_col2] > b->v[sort_col2] ? -1 : 1;
+	c = strcmp(a->name, b->name);
+	if (c)
+		return c;
+	c = strcmp(a->file ? a->file : "", b->file ? b->file : "");
+	if (c)
+		return c;
+	return (a->line > b->line) - (a->line < b->line);
+}
+
+/* ---- formatting ---- */
+
+static void fmt_val(char *buf, size_t len, int64_t v, enum unit u, bool raw)
+{
+	double d = (double)v;
+
+	if (raw || u == U_COUNT) {
+		snprintf(buf, len, "%" PRId64, v);
+	} else if (u == U_NS) {
+		if (v < 1000 && v > -1000)
+			snprintf(buf, len, "%" PRId64 " ns", v);
+		else if (v < 1000000 && v > -1000000)
+			snprintf(buf, len, "%.2f us", d / 1e3);
+		else if (v < 1000000000 && v > -1000000000)
+			snprintf(buf, len, "%.2f ms", d / 1e6);
+		else
+			snprintf(buf, len, "%.3f s", d / 1e9);
+	} else {
+		if (v < 1024 && v > -1024)
+			snprintf(buf, len, "%" PRId64 " B", v);
+		else if (v < (1 << 20) && v > -(1 << 20))
+			snprintf(buf, len, "%.2f KiB", d / 1024);
+		else if (v < (1LL << 30) && v > -(1LL << 30))
+			snprintf(buf, len, "%.2f MiB", d / (1 << 20));
+		else
+			snprintf(buf, len, "%.2f GiB", d / (1LL << 30));
+	}
+}
+
+#define CELL 48
+
+/* Print rows sorted by column sort_by, the first `top` of them, then one "[N more]" row
+ * summing the rest, so additive columns (and their percentages) still add up to the
+ * totals. The name column is last: long C++ names do not push the numbers apart. */
+static void print_table(FILE *f, struct table *t, const struct col *cols, int ncols, int sort_by, int top, bool raw,
+			const char *name_title, int64_t grand)
+{
+	int64_t tot[NV] = {0};
+	size_t nshow = t->n, nrows;
+	struct row more = {0};
+	char(*cells)[CELL];
+	int w[16] = {0};
+	char morename[48];
+
+	sort_col = sort_by;
+	if (t->n > 1)
+		qsort(t->rows, t->n, sizeof(*t->rows), cmp_row);
+	for (size_t i = 0; i < t->n; i++)
+		for (int k = 0; k < NV; k++)
+			tot[k] += t->rows[i].v[k];
+	if (top > 0 && t->n > (size_t)top + 1) {
+		nshow = top;
+		for (size_t i = nshow; i < t->n; i++)
+			for (int k = 0; k < NV; k++)
+				more.v[k] += t->rows[i].v[k];
+		snprintf(morename, sizeof(morename), "[%zu more]", t->n - nshow);
+		more.name = morename;
+	}
+	nrows = nshow + (more.name ? 1 : 0);
+	cells = calloc((nrows + 1) * ncols, CELL);
+	if (!cells)
+		return;
+	for (int c = 0; c < ncols; c++) {
+		snprintf(cells[c], CELL, "%s", cols[c].title);
+		w[c] = (int)strlen(cells[c]);
+	}
+	for (size_t r = 0; r < nrows; r++) {
+		const struct row *row = r < nshow ? &t->rows[r] : &more;
+
+		for (int c = 0; c < ncols; c++) {
+			const struct col *cl = &cols[c];
+			char *cell = cells[(r + 1) * ncols + c];
+
+			if (row == &more && !cl->additive) {
+				cell[0] = '\0';
+			} else if (cl->kind == COL_VAL) {
+				fmt_val(cell, CELL, row->v[cl->a], cl->unit, raw);
+			} else if (cl->kind == COL_PCT || cl->kind == COL_PCTG) {
+				int64_t d = cl->kind == COL_PCT ? tot[cl->a] : grand;
+
+				if (d)
+					snprintf(cell, CELL, "%.1f%%", 100.0 * (double)row->v[cl->a] / (double)d);
+				else
+					snprintf(cell, CELL, "-");
+			} else if (row->v[cl->b] && row->v[cl->a]) {
+				fmt_val(cell, CELL, row->v[cl->a] / row->v[cl->b], cl->unit, raw);
+			} else {
+				snprintf(cell, CELL, "-");
+			}
+			if ((int)strlen(cell) > w[c])
+				w[c] = (int)strlen(cell);
+		}
+	}
+	for (size_t r = 0; r < nrows + 1; r++) {
+		const struct row *row = r == 0 ? NULL : r - 1 < nshow ? &t->rows[r - 1] : &more;
+
+		fputs(" ", f);
+		for (int c = 0; c < ncols; c++)
+			fprintf(f, " %*s", w[c], cells[r * ncols + c]);
+		if (!row) {
+			fprintf(f, "  %s\n", name_title);
+			continue;
+		}
+		fprintf(f, "  %s", row->name);
+		if (row->file)
+			fprintf(f, " (%s:%d)", row->file, row->line);
+		fputc('\n', f);
+	}
+	free(cells);
+}
+
+/* ---- reading CUDA stacks ---- */
+
+static const char *loc_func(const struct prof_location *l)
+{
+	return l && l->symbolized && l->sym.nframes > 0 ? l->sym.frames[0].func : NULL;
+}
+
+struct cuda_view {
+	int nsynth;
+	const char *api;  /* API function, or NULL: not a CUDA sample */
+	const char *leaf; /* GPU-side frame, or NULL */
+	const char *leaf_sys;
+};
+
+static void cuda_view(const struct profile *p, const struct prof_sample *s, struct cuda_view *cv)
+{
+	memset(cv, 0, sizeof(*cv));
+	while ((uint32_t)cv->nsynth < s->nlocs) {
+		const struct prof_location *l = profile__location(p, s->locs[cv->nsynth]);
+
+		if (!l || l->kind != PROF_FRAME_SYNTH || !loc_func(l))
+			break;
+		cv->nsynth++;
+	}
+	if (!cv->nsynth)
+		return;
+	cv->api = loc_func(profile__location(p, s->locs[cv->nsynth - 1]));
+	if (cv->nsynth >= 2) {
+		const struct prof_location *l = profile__location(p, s->locs[0]);
+
+		cv->leaf = loc_func(l);
+		cv->leaf_sys = l->sym.frames[0].sys_name;
+	}
+}
+
+static bool has_prefix(const char *s, const char *prefix)
+{
+	return s && !strncmp(s, prefix, strlen(prefix));
+}
+
+/* An NVIDIA library, or code nvcc and the CUDA headers put between a kernel launch and
+ * the line that wrote it. */
+static bool is_cuda_frame(const struct prof_location *l, const struct sym_frame *fr, const struct cuda_view *cv)
+{
+	static const char *const libs[] = {"libcudart", "libcuda.", "libcuda-",	    "libcupti",	    "libcublas",
+					   "libcudnn",	"libcufft", "libcurand",    "libcusparse",  "libcusolver",
+					   "libnccl",	"libnvrtc", "libnvJitLink", "libnvToolsExt"};
+	static const char *const funcs[] = {"__cudaLaunch",
+					    "__device_stub__",
+					    "__wrapper__device_stub",
+					    "__cudaPushCallConfiguration",
+					    "__cudaPopCallConfiguration",
+					    "cudaLaunch",
+					    "cuLaunch"};
+	const char *mod = l->sym.module, *base;
+
+	if (l->kind == PROF_FRAME_SYNTH)
+		return true;
+	base = mod ? strrchr(mod, '/') : NULL;
+	base = base ? base + 1 : mod;
+	for (size_t i = 0; base && i < sizeof(libs) / sizeof(libs[0]); i++)
+		if (has_prefix(base, libs[i]))
+			return true;
+	for (size_t i = 0; i < sizeof(funcs) / sizeof(funcs[0]); i++)
+		if (has_prefix(fr->func, funcs[i]))
+			return true;
+	/* the host-side stub nvcc generates is named like the kernel */
+	if (cv->leaf && (fr->func == cv->leaf || (fr->func && !strcmp(fr->func, cv->leaf))))
+		return true;
+	if (cv->leaf_sys && fr->sys_name && !strcmp(fr->sys_name, cv->leaf_sys))
+		return true;
+	return false;
+}
+
+static const struct sym_frame no_site = {.func = "[no call site outside CUDA]"};
+
+/* The innermost frame of s that is not CUDA's own. */
+static const struct sym_frame *call_site(const struct profile *p, const struct prof_sample *s,
+					 const struct cuda_view *cv)
+{
+	for (uint32_t j = cv->nsynth; j < s->nlocs; j++) {
+		const struct prof_location *l = profile__location(p, s->locs[j]);
+
+		if (!l || !l->symbolized)
+			continue;
+		for (int k = 0; k < l->sym.nframes && k < SYMS_MAX_INLINE; k++)
+			if (l->sym.frames[k].func && !is_cuda_frame(l, &l->sym.frames[k], cv))
+				return &l->sym.frames[k];
+	}
+	return &no_site;
+}
+
+/* ---- sections ---- */
+
+struct ctx {
+	const struct profile *p;
+	const struct report_opts *o;
+	FILE *f;
+	int t_calls, t_launch, t_memcpy, t_sync, t_alloc, t_inuse, t_ktime, t_ctime;
+};
+
+static int64_t val(const struct prof_sample *s, int t)
+{
+	return t >= 0 ? s->values[t] : 0;
+}
+
+static int64_t total(const struct ctx *c, int t)
+{
+	return t >= 0 ? profile__total(c->p, t) : 0;
+}
+
+static void section(FILE *f, const char *title)
+{
+	fprintf(f, "\n%s\n", title);
+}
+
+static int sec_api(struct ctx *c)
+{
+	static const struct col cols[] = {
+	    {"calls", COL_VAL, 0, 0, U_COUNT, true}, {"calls%", COL_PCT, 0, 0, U_COUNT, true},
+	    {"wait", COL_VAL, 1, 0, U_NS, true},     {"wait%", COL_PCT, 1, 0, U_COUNT, true},
+	    {"avg wait", COL_AVG, 1, 0, U_NS, true},
+	};
+	struct table t = {0};
+	char title[128];
+
+	if (c->t_calls < 0) {
+		fprintf(c->f, "\nCUDA API summary: left out: the profile has no cuda_calls sample type "
+			      "(not recorded by gpubpf's CUDA tracer)\n");
+		return 0;
+	}
+	if (total(c, c->t_calls) <= 0) {
+		fprintf(c->f, "\nCUDA API summary: left out: no CUDA API calls were traced (the targets made "
+			      "none, or loaded no CUDA library)\n");
+		return 0;
+	}
+	for (size_t i = 0; i < profile__num_samples(c->p); i++) {
+		const struct prof_sample *s = profile__sample(c->p, i);
+		struct cuda_view cv;
+		struct row *r;
+
+		if (!val(s, c->t_calls) && !val(s, c->t_sync))
+			continue;
+		cuda_view(c->p, s, &cv);
+		if (!cv.api)
+			continue;
+		r = table_get(&t, cv.api, NULL, 0);
+		if (!r) {
+			table_free(&t);
+			return -ENOMEM;
+		}
+		r->v[0] += val(s, c->t_calls);
+		r->v[1] += val(s, c->t_sync);
+	}
+	snprintf(title, sizeof(title), "CUDA API summary (%" PRId64 " calls; wait: time inside synchronizing calls)",
+		 total(c, c->t_calls));
+	section(c->f, title);
+	print_table(c->f, &t, cols, c->t_sync >= 0 ? 5 : 2, 0, c->o->top, c->o->raw, "function", 0);
+	table_free(&t);
+	return 0;
+}
+
+static int sec_kernels(struct ctx *c)
+{
+	static const struct col tcols[] = {
+	    {"time", COL_VAL, 1, 0, U_NS, true},
+	    {"time%", COL_PCT, 1, 0, U_COUNT, true},
+	    {"instances", COL_VAL, 0, 0, U_COUNT, true},
+	    {"avg", COL_AVG, 1, 0, U_NS, true},
+	};
+	static const struct col lcols[] = {
+	    {"launches", COL_VAL, 0, 0, U_COUNT, true},
+	    {"launches%", COL_PCT, 0, 0, U_COUNT, true},
+	};
+	bool dev = total(c, c->t_ktime) > 0;
+	struct table t = {0};
+	char title[160];
+
+	if (total(c, c->t_launch) <= 0 && !dev) {
+		fprintf(c->f, "\nGPU kernel summary: left out: %s\n",
+			c->t_launch < 0 ? "the profile has no cuda_launches or gpu_kernel_time sample type"
+					: "no kernel launches were traced");
+		return 0;
+	}
+	for (size_t i = 0; i < profile__num_samples(c->p); i++) {
+		const struct prof_sample *s = profile__sample(c->p, i);
+		struct cuda_view cv;
+		struct row *r;
+
+		if (!val(s, c->t_launch) && !val(s, c->t_ktime))
+			continue;
+		cuda_view(c->p, s, &cv);
+		r = table_get(&t, cv.leaf ? cv.leaf : cv.api ? cv.api : "[unknown kernel]", NULL, 0);
+		if (!r) {
+			table_free(&t);
+			return -ENOMEM;
+		}
+		r->v[0] += val(s, c->t_launch);
+		r->v[1] += val(s, c->t_ktime);
+	}
+	if (dev) {
+		snprintf(title, sizeof(title), "GPU kernel summary (device time; instances: launches)");
+		section(c->f, title);
+		print_table(c->f, &t, tcols, 4, 1, c->o->top, c->o->raw, "kernel", 0);
+	} else {
+		snprintf(title, sizeof(title), "GPU kernel summary (%" PRId64 " launches)", total(c, c->t_launch));
+		section(c->f, title);
+		fprintf(c->f, "  no device time: %s; launches only\n",
+			c->t_ktime < 0 ? "the profile has no gpu_kernel_time (the target was not started with "
+					 "gpubpf's injection library, which times kernels with CUPTI)"
+				       : "gpu_kernel_time is zero (no GPU ran the kernels, or the injection library "
+					 "was not attached)");
+		print_table(c->f, &t, lcols, 2, 0, c->o->top, c->o->raw, "kernel", 0);
+	}
+	table_free(&t);
+	return 0;
+}
+
+static bool is_memop(const char *leaf)
+{
+	return has_prefix(leaf, "[memcpy") || has_prefix(leaf, "[memset");
+}
+
+static int sec_memops(struct ctx *c)
+{
+	static const struct col cols[] = {
+	    {"calls", COL_VAL, 0, 0, U_COUNT, true},  {"bytes", COL_VAL, 1, 0, U_BYTES, true},
+	    {"bytes%", COL_PCT, 1, 0, U_COUNT, true}, {"time", COL_VAL, 2, 0, U_NS, true},
+	    {"time%", COL_PCT, 2, 0, U_COUNT, true},
+	};
+	bool dev = total(c, c->t_ctime) > 0;
+	struct table t = {0};
+
+	for (size_t i = 0; i < profile__num_samples(c->p); i++) {
+		const struct prof_sample *s = profile__sample(c->p, i);
+		struct cuda_view cv;
+		struct row *r;
+
+		if (!val(s, c->t_calls) && !val(s, c->t_memcpy) && !val(s, c->t_ctime))
+			continue;
+		cuda_view(c->p, s, &cv);
+		if (!is_memop(cv.leaf))
+			continue;
+		r = table_get(&t, cv.leaf, NULL, 0);
+		if (!r) {
+			table_free(&t);
+			return -ENOMEM;
+		}
+		r->v[0] += val(s, c->t_calls);
+		r->v[1] += val(s, c->t_memcpy);
+		r->v[2] += val(s, c->t_ctime);
+	}
+	if (!t.n) {
+		fprintf(c->f, "\nMemory operations: left out: %s\n",
+			c->t_memcpy < 0 ? "the profile has no cuda_memcpy sample type"
+					: "no copies or memsets were traced");
+		return 0;
+	}
+	section(c->f, dev ? "Memory operations (bytes requested; time on the device)"
+			  : "Memory operations (bytes requested)");
+	if (!dev)
+		fprintf(c->f, "  no device time for copies (gpu_memcpy_time %s)\n",
+			c->t_ctime < 0 ? "absent: not recorded with the injection library" : "is zero");
+	print_table(c->f, &t, cols, dev ? 5 : 3, 1, c->o->top, c->o->raw, "operation", 0);
+	table_free(&t);
+	return 0;
+}
+
+static int sec_gpumem(struct ctx *c)
+{
+	static const struct col cols[] = {
+	    {"allocated", COL_VAL, 0, 0, U_BYTES, true}, {"alloc%", COL_PCT, 0, 0, U_COUNT, true},
+	    {"in use", COL_VAL, 1, 0, U_BYTES, true},	 {"in use%", COL_PCT, 1, 0, U_COUNT, true},
+	    {"calls", COL_VAL, 2, 0, U_COUNT, true},
+	};
+	struct table t = {0};
+	char title[200], a[CELL], u[CELL];
+
+	if (total(c, c->t_alloc) <= 0) {
+		fprintf(c->f, "\nGPU memory: left out: %s\n",
+			c->t_alloc < 0 ? "the profile has no gpu_alloc sample type" : "no GPU allocations were traced");
+		return 0;
+	}
+	for (size_t i = 0; i < profile__num_samples(c->p); i++) {
+		const struct prof_sample *s = profile__sample(c->p, i);
+		const struct sym_frame *site;
+		struct cuda_view cv;
+		struct row *r;
+
+		if (!val(s, c->t_alloc) && !val(s, c->t_inuse))
+			continue;
+		cuda_view(c->p, s, &cv);
+		site = call_site(c->p, s, &cv);
+		r = table_get(&t, site->func, site->file, site->file ? site->line : 0);
+		if (!r) {
+			table_free(&t);
+			return -ENOMEM;
+		}
+		r->v[0] += val(s, c->t_alloc);
+		r->v[1] += val(s, c->t_inuse);
+		r->v[2] += val(s, c->t_calls);
+	}
+	fmt_val(a, sizeof(a), total(c, c->t_alloc), U_BYTES, c->o->raw);
+	fmt_val(u, sizeof(u), total(c, c->t_inuse), U_BYTES, c->o->raw);
+	snprintf(title, sizeof(title), "GPU memory by allocating call site (%s allocated, %s still in use at the end)",
+		 a, u);
+	section(c->f, title);
+	print_table(c->f, &t, cols, 5, 0, c->o->top, c->o->raw, "call site", 0);
+	table_free(&t);
+	return 0;
+}
+
+static int sec_sites(struct ctx *c)
+{
+	static const struct col cols[] = {
+	    {"launches", COL_VAL, 0, 0, U_COUNT, true},
+	    {"launches%", COL_PCT, 0, 0, U_COUNT, true},
+	    {"time", COL_VAL, 1, 0, U_NS, true},
+	    {"time%", COL_PCT, 1, 0, U_COUNT, true},
+	};
+	struct table t = {0};
+
+	if (total(c, c->t_launch) <= 0)
+		return 0; /* the kernel section said why */
+	for (size_t i = 0; i < profile__num_samples(c->p); i++) {
+		const struct prof_sample *s = profile__sample(c->p, i);
+		const struct sym_frame *site;
+		struct cuda_view cv;
+		struct row *r;
+
+		if (!val(s, c->t_launch) && !val(s, c->t_ktime))
+			continue;
+		cuda_view(c->p, s, &cv);
+		site = call_site(c->p, s, &cv);
+		r = table_get(&t, site->func, site->file, site->file ? site->line : 0);
+		if (!r) {
+			table_free(&t);
+			return -ENOMEM;
+		}
+		r->v[0] += val(s, c->t_launch);
+		r->v[1] += val(s, c->t_ktime);
+	}
+	section(c->f, "Top launch call sites (innermost frame outside CUDA)");
+	print_table(c->f, &t, cols, total(c, c->t_ktime) > 0 ? 4 : 2, 0, c->o->top, c->o->raw, "call site", 0);
+	table_free(&t);
+	return 0;
+}
+
+/* Self and cumulative values per function for one sample type. */
+static int sec_functions(struct ctx *c, int ti, bool chosen)
+{
+	static const struct col cols[] = {
+	    {"self", COL_VAL, 0, 0, U_COUNT, true},
+	    {"self%", COL_PCT, 0, 0, U_COUNT, true},
+	    {"cum", COL_VAL, 1, 0, U_COUNT, false},
+	    {"cum%", COL_PCTG, 1, 0, U_COUNT, false},
+	};
+	struct col cc[4];
+	struct hmap seen = {0}; /* function name -> index + 1 of the last sample that counted it */
+	struct table t = {0};
+	const char *type, *unit;
+	char title[200];
+	int64_t tot = profile__total(c->p, ti);
+	int err = 0;
+
+	profile__type(c->p, ti, &type, &unit);
+	if (tot <= 0) {
+		fprintf(c->f, "\nTop functions by %s: left out: %s\n", type,
+			!chosen && (!strcmp(type, "samples") || !strcmp(type, "cpu"))
+			    ? "no CPU samples (the targets were idle, or the recording was shorter than a "
+			      "sampling period)"
+			    : "every value of this sample type is zero");
+		return 0;
+	}
+	for (size_t i = 0; i < profile__num_samples(c->p) && !err; i++) {
+		const struct prof_sample *s = profile__sample(c->p, i);
+		int64_t v = s->values[ti];
+		bool leaf = true;
+
+		if (!v)
+			continue;
+		for (uint32_t j = 0; j < s->nlocs && !err; j++) {
+			const struct prof_location *l = profile__location(c->p, s->locs[j]);
+			int nf = l && l->symbolized ? l->sym.nframes : 0;
+
+			if (nf > SYMS_MAX_INLINE)
+				nf = SYMS_MAX_INLINE;
+			for (int k = 0; k < nf && !err; k++) {
+				const char *fn = l->sym.frames[k].func;
+				struct row *r;
+				uint64_t last;
+
+				if (!fn)
+					continue;
+				r = table_get(&t, fn, NULL, 0);
+				if (!r) {
+					err = -ENOMEM;
+					break;
+				}
+				if (leaf)
+					r->v[0] += v;
+				leaf = false;
+				/* recursion: a function counts once per stack in cum */
+				if (hmap__get(&seen, (uintptr_t)fn, 0, 0, &last) && last == i + 1)
+					continue;
+				err = hmap__put(&seen, (uintptr_t)fn, 0, 0, i + 1);
+				r->v[1] += v;
+			}
+		}
+	}
+	hmap__clear(&seen);
+	if (err) {
+		table_free(&t);
+		return err;
+	}
+	memcpy(cc, cols, sizeof(cc));
+	cc[0].unit = cc[2].unit = !strcmp(unit, "nanoseconds") ? U_NS : !strcmp(unit, "bytes") ? U_BYTES : U_COUNT;
+	snprintf(title, sizeof(title), "Top functions by %s/%s (self: at the leaf, cum: anywhere on the stack)", type,
+		 unit);
+	section(c->f, title);
+	sort_col2 = 1; /* among equal self values, the larger cum first */
+	print_table(c->f, &t, cc, 4, 0, c->o->top, c->o->raw, "function", tot);
+	sort_col2 = -1;
+	table_free(&t);
+	return 0;
+}
+
+static bool is_known_type(const char *t)
+{
+	static const char *const known[] = {
+	    "samples",	      "cpu",	   "cuda_calls", "cuda_launches",   "cuda_memcpy",
+	    "cuda_sync_wait", "gpu_alloc", "gpu_inuse",	 "gpu_kernel_time", "gpu_memcpy_time"};
+
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (!strcmp(t, known[i]))
+			return true;
+	return false;
+}
+
+static const char *type_name(const struct profile *p, int i)
+{
+	const char *t;
+
+	profile__type(p, i, &t, NULL);
+	return t ? t : "";
+}
+
+static void header(struct ctx *c)
+{
+	const struct profile *p = c->p;
+	int64_t t0, dur;
+	const char *cmd = NULL;
+
+	profile__time(p, &t0, &dur);
+	for (int i = 0; i < profile__num_comments(p); i++)
+		if (has_prefix(profile__comment(p, i), "command: "))
+			cmd = profile__comment(p, i) + 9;
+	fprintf(c->f, "gpubpf report of %s: %zu stacks, %d sample types", c->o->source ? c->o->source : "a profile",
+		profile__num_samples(p), profile__num_types(p));
+	if (dur > 0) {
+		char d[CELL];
+
+		fmt_val(d, sizeof(d), dur, U_NS, false);
+		fprintf(c->f, ", %s recorded", d);
+	}
+	fputc('\n', c->f);
+	if (cmd)
+		fprintf(c->f, "  recorded with: %s\n", cmd);
+	for (int i = 0; i < profile__num_comments(p); i++)
+		if (strstr(profile__comment(p, i), "estimates scaled") || strstr(profile__comment(p, i), "in windows"))
+			fprintf(c->f, "  note: %s\n", profile__comment(p, i));
+}
+
+/* Sample types no table reads, and what reading the file dropped. */
+static void footer(struct ctx *c, int chosen)
+{
+	const struct pprof_read_info *info = c->o->info;
+	bool any = false;
+
+	for (int i = 0; i < profile__num_types(c->p); i++) {
+		const char *t, *u;
+
+		profile__type(c->p, i, &t, &u);
+		if (i == chosen || is_known_type(t))
+			continue;
+		fprintf(c->f, "%s%s/%s", any ? ", " : "\nNot shown: sample types ", t, u);
+		any = true;
+	}
+	if (any)
+		fprintf(c->f, " (gpubpf report --sample-type NAME shows one)\n");
+	if (!info)
+		return;
+	if (info->nskipped_types)
+		fprintf(c->f, "Skipped while reading: sample types past the %d the model holds or repeated: %s\n",
+			PROFILE_MAX_TYPES, info->skipped_types);
+	if (info->nrenamed_types)
+		fprintf(c->f, "Read %d sample type names with '-' as '_'\n", info->nrenamed_types);
+	if (info->skipped_samples)
+		fprintf(c->f, "Skipped while reading: %zu samples whose value count does not match the types\n",
+			info->skipped_samples);
+	if (info->truncated_stacks)
+		fprintf(c->f, "Cut while reading: %zu stacks deeper than %d frames (the leaf-most kept)\n",
+			info->truncated_stacks, PROFILE_MAX_FRAMES);
+	if (info->dropped_labels)
+		fprintf(c->f, "Dropped while reading: %zu labels past %d per sample\n", info->dropped_labels,
+			PROFILE_MAX_LABELS);
+}
+
+int report__profile(const struct profile *p, const struct report_opts *o, FILE *f)
+{
+	struct report_opts dflt = {.top = 10};
+	struct ctx c = {.p = p, .o = o ? o : &dflt, .f = f};
+	int chosen = -1, err;
+
+	if (!p || !f)
+		return -EINVAL;
+	c.t_calls = profile__find_type(p, "cuda_calls");
+	c.t_launch = profile__find_type(p, "cuda_launches");
+	c.t_memcpy = profile__find_type(p, "cuda_memcpy");
+	c.t_sync = profile__find_type(p, "cuda_sync_wait");
+	c.t_alloc = profile__find_type(p, "gpu_alloc");
+	c.t_inuse = profile__find_type(p, "gpu_inuse");
+	c.t_ktime = profile__find_type(p, "gpu_kernel_time");
+	c.t_ctime = profile__find_type(p, "gpu_memcpy_time");
+	if (c.o->sample_type) {
+		chosen = profile__find_type(p, c.o->sample_type);
+		if (chosen < 0) {
+			pr_err("report: the profile has no sample type '%s'", c.o->sample_type);
+			return -EINVAL;
+		}
+	} else {
+		chosen = profile__find_type(p, "samples");
+		if (chosen < 0 || profile__total(p, chosen) <= 0) {
+			int cpu = profile__find_type(p, "cpu");
+
+			if (cpu >= 0 && profile__total(p, cpu) > 0)
+				chosen = cpu;
+		}
+		/* another tool's profile: its default type */
+		if (chosen < 0 && profile__find_type(p, "cpu") < 0 && !is_known_type(type_name(p, 0)))
+			chosen = 0;
+	}
+	header(&c);
+	err = sec_api(&c);
+	if (!err)
+		err = sec_kernels(&c);
+	if (!err)
+		err = sec_memops(&c);
+	if (!err)
+		err = sec_gpumem(&c);
+	if (!err && chosen >= 0)
+		err = sec_functions(&c, chosen, c.o->sample_type != NULL);
+	if (!err)
+		err = sec_sites(&c);
+	if (!err)
+		footer(&c, chosen);
+	if (!err && (fflush(f) != 0 || ferror(f)))
+		err = -EIO;
+	return err;
+}
+
+/* ---- traces: duration statistics per name ---- */
+
+static int cmp_tev(const void *pa, const void *pb)
+{
+	const struct trace_event *a = *(const struct trace_event *const *)pa,
+				 *b = *(const struct trace_event *const *)pb;
+	int c;
+
+	if (a->kind != b->kind)
+		return a->kind < b->kind ? -1 : 1;
+	c = strcmp(a->name, b->name);
+	if (c)
+		return c;
+	return (a->dur_ns > b->dur_ns) - (a->dur_ns < b->dur_ns);
+}
+
+/* Rows of one kind: v = count, total, min, median, max, bytes. */
+static int trace_rows(const struct trace_event **ev, size_t n, enum trace_kind kind, struct table *t)
+{
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		struct row *r;
+
+		if (ev[i]->kind != kind) {
+			i++;
+			continue;
+		}
+		while (j < n && ev[j]->kind == kind && !strcmp(ev[j]->name, ev[i]->name))
+			j++;
+		/* one row per name: the group's first name pointer is its identity */
+		r = table_get(t, ev[i]->name, NULL, 0);
+		if (!r)
+			return -ENOMEM;
+		r->v[0] = (int64_t)(j - i);
+		for (size_t k = i; k < j; k++) {
+			r->v[1] += (int64_t)ev[k]->dur_ns;
+			r->v[5] += (int64_t)ev[k]->bytes;
+		}
+		/* sorted by duration within the group */
+		r->v[2] = (int64_t)ev[i]->dur_ns;
+		r->v[4] = (int64_t)ev[j - 1]->dur_ns;
+		r->v[3] = (j - i) % 2 ? (int64_t)ev[i + (j - i) / 2]->dur_ns
+				      : (int64_t)((ev[i + (j - i) / 2 - 1]->dur_ns + ev[i + (j - i) / 2]->dur_ns) / 2);
+		i = j;
+	}
+	return 0;
+}
+
+int report__trace(const struct trace *tr, const struct report_opts *o, FILE *f)
+{
+	static const struct col cols[] = {
+	    {"count", COL_VAL, 0, 0, U_COUNT, true},  {"total", COL_VAL, 1, 0, U_NS, true},
+	    {"total%", COL_PCT, 1, 0, U_COUNT, true}, {"min", COL_VAL, 2, 0, U_NS, false},
+	    {"median", COL_VAL, 3, 0, U_NS, false},   {"max", COL_VAL, 4, 0, U_NS, false},
+	    {"bytes", COL_VAL, 5, 0, U_BYTES, true},
+	};
+	static const struct {
+		enum trace_kind kind;
+		const char *title, *what, *none;
+	} secs[] = {
+	    {TRACE_API, "CUDA API calls (wall time on the calling thread)", "function",
+	     "no CUDA API calls in the trace"},
+	    {TRACE_KERNEL, "GPU kernels (device time)", "kernel",
+	     "no kernels in the trace (device activity needs the injection library)"},
+	    {TRACE_MEMCPY, "Memory operations (device time)", "operation", "no copies or memsets in the trace"},
+	};
+	struct report_opts dflt = {.top = 10};
+	size_t n = trace__num_events(tr);
+	const struct trace_event **ev;
+	int err = 0;
+
+	if (!tr || !f)
+		return -EINVAL;
+	if (!o)
+		o = &dflt;
+	ev = calloc(n ? n : 1, sizeof(*ev));
+	if (!ev)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		ev[i] = trace__event(tr, i);
+	if (n > 1)
+		qsort(ev, n, sizeof(*ev), cmp_tev);
+	fprintf(f, "gpubpf report of %s: trace, %zu events\n", o->source ? o->source : "a trace", n);
+	for (size_t s = 0; s < sizeof(secs) / sizeof(secs[0]) && !err; s++) {
+		struct table t = {0};
+
+		err = trace_rows(ev, n, secs[s].kind, &t);
+		if (!err && !t.n)
+			fprintf(f, "\n%s: left out: %s\n", secs[s].title, secs[s].none);
+		else if (!err) {
+			section(f, secs[s].title);
+			print_table(f, &t, cols, secs[s].kind == TRACE_MEMCPY ? 7 : 6, 1, o->top, o->raw, secs[s].what,
+				    0);
+		}
+		table_free(&t);
+	}
+	free(ev);
+	if (!err && (fflush(f) != 0 || ferror(f)))
+		err = -EIO;
+	return err;
+}
+
+/* ---- command ---- */
+
+void report__usage(FILE *f)
+{
+	fprintf(f, "Usage: gpubpf report FILE [--top N] [--sample-type NAME] [--raw]\n"
+		   "\n"
+		   "Prints text tables of a profile (pprof, gzipped or not: gpubpf's, or another tool's as\n"
+		   "far as its sample types allow) or of a timeline written by gpubpf (Chrome trace JSON),\n"
+		   "the largest first, each with a percentage column:\n"
+		   "  CUDA API summary       calls per API function; wait time of synchronizing calls\n"
+		   "  GPU kernel summary     device time per kernel when recorded, else launches\n"
+		   "  Memory operations      calls and bytes per copy direction and memset\n"
+		   "  GPU memory             allocated and still in use, per allocating call site\n"
+		   "  Top functions          self and cumulative share of CPU samples\n"
+		   "  Top launch call sites  the innermost frame outside CUDA of each launch\n"
+		   "A table with no data is replaced by one line saying why. On a trace: count, total,\n"
+		   "min, median and max duration per API function, kernel and copy direction.\n"
+		   "\n"
+		   "Options:\n"
+		   "  -n, --top N             rows per table, the rest summed in one row (default 10;\n"
+		   "                          0: all)\n"
+		   "      --sample-type NAME  the type of the top-functions table (default: CPU samples)\n"
+		   "      --raw               exact integers (nanoseconds, bytes) instead of human units\n"
+		   "  -h, --help              this help\n"
+		   "\n"
+		   "Example:\n"
+		   "  gpubpf record -o job.pb.gz -- ./train && gpubpf report job.pb.gz\n");
+}
+
+/* JSON starts with '{' or '[' (after blanks); pprof is protobuf or gzip. */
+static bool looks_like_json(const char *path)
+{
+	FILE *fp = strcmp(path, "-") ? fopen(path, "rb") : NULL;
+	int ch;
+
+	if (!fp)
+		return false;
+	do
+		ch = getc(fp);
+	while (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r');
+	fclose(fp);
+	return ch == '{' || ch == '[';
+}
+
+enum { OPT_TYPE = 256, OPT_RAW };
+
+int report__main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"top", required_argument, NULL, 'n'},
+	    {"sample-type", required_argument, NULL, OPT_TYPE},
+	    {"raw", no_argument, NULL, OPT_RAW},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct report_opts o = {.top = 10};
+	struct pprof_read_info info;
+	const char *path;
+	int opt, err;
+	long l;
+
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":n:h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'n':
+			if (cli__parse_int(optarg, 0, 1000000, &l)) {
+				pr_err("report: invalid --top '%s': expected a number of rows, 0 for all", optarg);
+				return -EINVAL;
+			}
+			o.top = (int)l;
+			break;
+		case OPT_TYPE:
+			o.sample_type = optarg;
+			break;
+		case OPT_RAW:
+			o.raw = true;
+			break;
+		case 'h':
+			report__usage(stdout);
+			return 0;
+		case ':':
+			pr_err("report: option '%s' needs an argument (see gpubpf help report)", argv[optind - 1]);
+			return -EINVAL;
+		default:
+			pr_err("report: unknown option '%s' (see gpubpf help report)", argv[optind - 1]);
+			return -EINVAL;
+		}
+	}
+	if (optind != argc - 1) {
+		pr_err("report: expected one file (see gpubpf help report)");
+		return -EINVAL;
+	}
+	path = argv[optind];
+	o.source = path;
+	if (looks_like_json(path)) {
+		struct trace *t;
+		char why[256];
+
+		if (o.sample_type)
+			pr_warn("report: --sample-type does not apply to a trace");
+		err = trace__read_file(path, &t, why, sizeof(why));
+		if (err) {
+			pr_err("report: %s: %s", path, why);
+			return err;
+		}
+		err = report__trace(t, &o, stdout);
+		trace__free(t);
+	} else {
+		struct profile *p = pprof_read__file(path, &info);
+
+		if (!p) {
+			err = errno ? -errno : -EINVAL;
+			pr_err("report: %s: %s", path, info.error);
+			return err;
+		}
+		o.info = &info;
+		err = report__profile(p, &o, stdout);
+		profile__free(p);
+	}
+	if (err && err != -EINVAL)
+		pr_err("report: %s", strerror(-err));
+	return err;
+}

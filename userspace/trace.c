@@ -1,0 +1,747 @@
+// SPDX-License-Identifier: MIT
+/* Chrome trace-event JSON: writer, reader (jansson) and validator. See trace.h. */
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hmap.h"
+#include "pprof_read.h"
+#include "trace.h"
+
+#ifndef GPUBPF_VERSION
+#define GPUBPF_VERSION "dev"
+#endif
+
+#define TRACE_MAX_BYTES (1ULL << 30)
+/* Device tracks get thread ids no kernel hands out (pid_max is at most 2^22), so they
+ * never collide with a real thread of the same process. */
+#define DEVICE_TID_BASE 0x40000000
+
+struct trace {
+	struct trace_event *ev;
+	size_t n, cap;
+};
+
+/* ---- JSON strings ---- */
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if it is not one. */
+static int utf8_len(const unsigned char *s)
+{
+	uint32_t cp;
+	int n;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2, cp = s[0] & 0x1f;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3, cp = s[0] & 0x0f;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	for (int i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0; /* also stops at the terminating NUL */
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	/* overlong forms, UTF-16 surrogates and code points past U+10FFFF are invalid */
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+int json__write_str(FILE *f, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)(str ? str : "");
+
+	putc('"', f);
+	while (*s) {
+		int n = utf8_len(s);
+
+		if (!n) {
+			fputs("\\ufffd", f);
+			s++;
+			continue;
+		}
+		if (n > 1) {
+			fwrite(s, 1, n, f);
+			s += n;
+			continue;
+		}
+		switch (*s) {
+		case '"':
+			fputs("\\\"", f);
+			break;
+		case '\\':
+			fputs("\\\\", f);
+			break;
+		case '\n':
+			fputs("\\n", f);
+			break;
+		case '\r':
+			fputs("\\r", f);
+			break;
+		case '\t':
+			fputs("\\t", f);
+			break;
+		default:
+			if (*s < 0x20)
+				fprintf(f, "\\u%04x", *s);
+			else
+				putc(*s, f);
+		}
+		s++;
+	}
+	putc('"', f);
+	return ferror(f) ? -EIO : 0;
+}
+
+/* ---- the event list ---- */
+
+struct trace *trace__new(void)
+{
+	struct trace *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		errno = ENOMEM;
+	return t;
+}
+
+static void ev_free(struct trace_event *e)
+{
+	free((char *)e->name);
+	free((char *)e->process_name);
+	free((char *)e->thread_name);
+}
+
+void trace__free(struct trace *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->n; i++)
+		ev_free(&t->ev[i]);
+	free(t->ev);
+	free(t);
+}
+
+int trace__add(struct trace *t, const struct trace_event *ev)
+{
+	struct trace_event *e;
+
+	if (!t || !ev || !ev->name || ev->kind < TRACE_API || ev->kind > TRACE_MEMCPY)
+		return -EINVAL;
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 256;
+		struct trace_event *n = realloc(t->ev, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		t->ev = n;
+		t->cap = cap;
+	}
+	e = &t->ev[t->n];
+	*e = *ev;
+	e->name = strdup(ev->name);
+	e->process_name = ev->process_name ? strdup(ev->process_name) : NULL;
+	e->thread_name = ev->thread_name ? strdup(ev->thread_name) : NULL;
+	if (!e->name || (ev->process_name && !e->process_name) || (ev->thread_name && !e->thread_name)) {
+		ev_free(e);
+		return -ENOMEM;
+	}
+	t->n++;
+	return 0;
+}
+
+size_t trace__num_events(const struct trace *t)
+{
+	return t ? t->n : 0;
+}
+
+const struct trace_event *trace__event(const struct trace *t, size_t idx)
+{
+	return t && idx < t->n ? &t->ev[idx] : NULL;
+}
+
+/* ---- writer ---- */
+
+struct track {
+	int pid, tid;
+	bool device;
+	uint32_t dev;
+	uint64_t stream;
+	const char *name; /* thread name, or NULL */
+	uint64_t *ends;	  /* end times of the open slices, innermost last */
+	size_t nends, capends;
+};
+
+struct writer {
+	struct trace *t;
+	struct hmap procs;  /* (pid) -> process name or 0 */
+	struct hmap tracks; /* (kind, pid/tid or pid|dev, stream) -> track index */
+	struct track *tr;
+	size_t ntr, captr;
+	size_t ndev; /* device tracks so far, for their thread ids */
+};
+
+static int cmp_ev(const void *a, const void *b)
+{
+	const struct trace_event *x = *(const struct trace_event *const *)a, *y = *(const struct trace_event *const *)b;
+
+	if (x->start_ns != y->start_ns)
+		return x->start_ns < y->start_ns ? -1 : 1;
+	/* the enclosing slice first, so a nested one finds it open */
+	if (x->dur_ns != y->dur_ns)
+		return x->dur_ns > y->dur_ns ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+static int track_of(struct writer *w, const struct trace_event *e, size_t *idx)
+{
+	bool dev = e->kind != TRACE_API;
+	uint64_t a = dev ? 3 : 2, b, c, v;
+	struct track *t;
+	int err;
+
+	b = dev ? (uint64_t)(uint32_t)e->pid << 32 | e->device : (uint64_t)(uint32_t)e->pid;
+	c = dev ? e->stream : (uint64_t)(uint32_t)e->tid;
+	if (hmap__get(&w->tracks, a, b, c, &v)) {
+		*idx = v;
+		t = &w->tr[v];
+		if (!t->name && !dev && e->thread_name)
+			t->name = e->thread_name;
+		return 0;
+	}
+	if (w->ntr == w->captr) {
+		size_t cap = w->captr ? w->captr * 2 : 16;
+		struct track *n = realloc(w->tr, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		w->tr = n;
+		w->captr = cap;
+	}
+	t = &w->tr[w->ntr];
+	memset(t, 0, sizeof(*t));
+	t->pid = e->pid;
+	t->device = dev;
+	t->dev = e->device;
+	t->stream = e->stream;
+	t->tid = dev ? DEVICE_TID_BASE + (int)w->ndev++ : e->tid;
+	t->name = dev ? NULL : e->thread_name;
+	err = hmap__put(&w->tracks, a, b, c, w->ntr);
+	if (err)
+		return err;
+	*idx = w->ntr++;
+	return 0;
+}
+
+static void put_us(FILE *f, uint64_t ns)
+{
+	fprintf(f, "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
+}
+
+/* Clip e's duration so it nests in the slices open on its track; returns the duration. */
+static int nest(struct track *t, const struct trace_event *e, uint64_t *dur)
+{
+	uint64_t end = e->start_ns + e->dur_ns;
+
+	while (t->nends && t->ends[t->nends - 1] <= e->start_ns)
+		t->nends--;
+	/* slices on a track must nest (Perfetto flags partial overlap as an error): a
+	 * partial overlap, possible with clocks read on different CPUs, is cut at the end
+	 * of the enclosing slice */
+	if (t->nends && end > t->ends[t->nends - 1])
+		end = t->ends[t->nends - 1];
+	if (t->nends == t->capends) {
+		size_t cap = t->capends ? t->capends * 2 : 8;
+		uint64_t *n = realloc(t->ends, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		t->ends = n;
+		t->capends = cap;
+	}
+	t->ends[t->nends++] = end;
+	*dur = end - e->start_ns;
+	return 0;
+}
+
+static const char *cat_of(enum trace_kind k)
+{
+	return k == TRACE_API ? "cuda_api" : k == TRACE_KERNEL ? "kernel" : "memcpy";
+}
+
+static void write_meta(struct writer *w, FILE *f, bool *first)
+{
+	char buf[96];
+
+	hmap_for_each(&w->procs, e)
+	{
+		fprintf(f, "%s\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":",
+			*first ? "" : ",", (int)e->k[0]);
+		*first = false;
+		if (e->val) {
+			json__write_str(f, (const char *)(uintptr_t)e->val);
+		} else {
+			snprintf(buf, sizeof(buf), "pid %d", (int)e->k[0]);
+			json__write_str(f, buf);
+		}
+		fputs("}}", f);
+	}
+	for (size_t i = 0; i < w->ntr; i++) {
+		const struct track *t = &w->tr[i];
+
+		if (t->device)
+			snprintf(buf, sizeof(buf), "GPU %u stream 0x%" PRIx64, t->dev, t->stream);
+		fprintf(f, "%s\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
+			*first ? "" : ",", t->pid, t->tid);
+		*first = false;
+		if (t->device || !t->name) {
+			if (!t->device)
+				snprintf(buf, sizeof(buf), "thread %d", t->tid);
+			json__write_str(f, buf);
+		} else {
+			json__write_str(f, t->name);
+		}
+		fputs("}}", f);
+		/* GPU tracks below the process's CPU threads */
+		if (t->device)
+			fprintf(f,
+				",\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,\"tid\":%d,"
+				"\"args\":{\"sort_index\":%d}}",
+				t->pid, t->tid, t->tid);
+	}
+}
+
+static void write_flow(FILE *f, const struct trace_event *e, const struct track *t, char ph, uint64_t dur)
+{
+	/* a flow point binds to the slice enclosing it: the middle of the slice is safely
+	 * inside it, even at a zero-length edge */
+	fprintf(f,
+		",\n{\"ph\":\"%c\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":%" PRIu64
+		",\"pid\":%d,\"tid\":%d,\"ts\":",
+		ph, e->correlation, t->pid, t->tid);
+	put_us(f, e->start_ns + dur / 2);
+	fputs(ph == 'f' ? ",\"bp\":\"e\"}" : "}", f);
+}
+
+int trace__write(struct trace *t, FILE *f)
+{
+	struct writer w = {.t = t};
+	const struct trace_event **ord = NULL;
+	struct hmap corr = {0}; /* correlation id -> index in ord + 1 of the API call */
+	size_t *trk = NULL;
+	uint64_t *durs = NULL;
+	bool first = true;
+	int err = 0;
+
+	if (!t || !f)
+		return -EINVAL;
+	if (t->n) {
+		ord = calloc(t->n, sizeof(*ord));
+		trk = calloc(t->n, sizeof(*trk));
+		durs = calloc(t->n, sizeof(*durs));
+		if (!ord || !trk || !durs) {
+			err = -ENOMEM;
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < t->n; i++)
+		ord[i] = &t->ev[i];
+	if (t->n > 1)
+		qsort(ord, t->n, sizeof(*ord), cmp_ev);
+	for (size_t i = 0; i < t->n && !err; i++) {
+		const struct trace_event *e = ord[i];
+		uint64_t v;
+
+		if (!hmap__get(&w.procs, (uint32_t)e->pid, 0, 0, &v) || (!v && e->process_name))
+			err = hmap__put(&w.procs, (uint32_t)e->pid, 0, 0, (uintptr_t)e->process_name);
+		if (!err)
+			err = track_of(&w, e, &trk[i]);
+		if (!err)
+			err = nest(&w.tr[trk[i]], e, &durs[i]);
+		if (!err && e->kind == TRACE_API && e->correlation && !hmap__get(&corr, e->correlation, 0, 0, NULL))
+			err = hmap__put(&corr, e->correlation, 0, 0, i + 1);
+	}
+	if (err)
+		goto out;
+
+	fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"gpubpf %s\"},\n\"traceEvents\":[",
+		GPUBPF_VERSION);
+	write_meta(&w, f, &first);
+	for (size_t i = 0; i < t->n; i++) {
+		const struct trace_event *e = ord[i];
+		const struct track *tr = &w.tr[trk[i]];
+
+		fprintf(f, "%s\n{\"ph\":\"X\",\"cat\":\"%s\",\"name\":", first ? "" : ",", cat_of(e->kind));
+		first = false;
+		json__write_str(f, e->name);
+		fprintf(f, ",\"pid\":%d,\"tid\":%d,\"ts\":", tr->pid, tr->tid);
+		put_us(f, e->start_ns);
+		fputs(",\"dur\":", f);
+		put_us(f, durs[i]);
+		fputs(",\"args\":{", f);
+		if (e->kind != TRACE_API)
+			fprintf(f, "\"device\":%u,\"stream\":\"0x%" PRIx64 "\"%s", e->device, e->stream,
+				e->kind == TRACE_MEMCPY || e->correlation ? "," : "");
+		if (e->kind == TRACE_MEMCPY)
+			fprintf(f, "\"bytes\":%" PRIu64 "%s", e->bytes, e->correlation ? "," : "");
+		if (e->correlation)
+			fprintf(f, "\"correlation\":%" PRIu64, e->correlation);
+		fputs("}}", f);
+	}
+	/* flows after the slices: a launch call to the kernel (or copy) it started */
+	for (size_t i = 0; i < t->n; i++) {
+		const struct trace_event *e = ord[i];
+		uint64_t a;
+
+		if (e->kind == TRACE_API || !e->correlation || !hmap__get(&corr, e->correlation, 0, 0, &a) || !a)
+			continue;
+		write_flow(f, ord[a - 1], &w.tr[trk[a - 1]], 's', durs[a - 1]);
+		write_flow(f, e, &w.tr[trk[i]], 'f', durs[i]);
+		/* one arrow per correlation id: the id is used up (the entry exists already,
+		 * so replacing its value cannot fail) */
+		hmap__put(&corr, e->correlation, 0, 0, 0);
+	}
+	fputs("\n]}\n", f);
+	if (fflush(f) != 0 || ferror(f))
+		err = -EIO;
+out:
+	for (size_t i = 0; i < w.ntr; i++)
+		free(w.tr[i].ends);
+	free(w.tr);
+	hmap__clear(&w.procs);
+	hmap__clear(&w.tracks);
+	hmap__clear(&corr);
+	free(ord);
+	free(trk);
+	free(durs);
+	return err;
+}
+
+/* ---- reader ---- */
+
+static int64_t json_ns(const json_t *v)
+{
+	double d = json_number_value(v) * 1000.0;
+
+	if (!json_is_number(v) || !isfinite(d) || d < 0 || d > 9.2e18)
+		return -1;
+	return (int64_t)llround(d);
+}
+
+static json_t *events_of(json_t *root)
+{
+	if (json_is_array(root))
+		return root;
+	return json_object_get(root, "traceEvents");
+}
+
+static json_t *load(const char *json, size_t len, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *root;
+
+	root = json_loadb(json, len, 0, &je);
+	if (!root)
+		snprintf(err, errlen, "not valid JSON: line %d column %d: %s", je.line, je.column, je.text);
+	return root;
+}
+
+int trace__read_file(const char *path, struct trace **out, char *err, size_t errlen)
+{
+	struct trace *t = NULL;
+	json_t *root = NULL, *evs;
+	size_t len, i;
+	char *buf = NULL;
+	json_t *e;
+	int ret;
+
+	*out = NULL;
+	ret = pprof_read__slurp(path, TRACE_MAX_BYTES, &buf, &len);
+	if (ret) {
+		snprintf(err, errlen, "cannot read %s: %s", path, ret == -EFBIG ? "larger than 1 GiB" : strerror(-ret));
+		return ret;
+	}
+	root = load(buf, len, err, errlen);
+	free(buf);
+	if (!root)
+		return -EINVAL;
+	evs = events_of(root);
+	if (!json_is_array(evs)) {
+		snprintf(err, errlen, "not a trace: no traceEvents array");
+		ret = -EINVAL;
+		goto out;
+	}
+	t = trace__new();
+	if (!t) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	json_array_foreach(evs, i, e)
+	{
+		const char *ph = json_string_value(json_object_get(e, "ph"));
+		const char *cat = json_string_value(json_object_get(e, "cat"));
+		json_t *args = json_object_get(e, "args");
+		struct trace_event ev = {0};
+		int64_t ts, dur;
+
+		if (!ph || strcmp(ph, "X") || !cat)
+			continue;
+		if (!strcmp(cat, "cuda_api"))
+			ev.kind = TRACE_API;
+		else if (!strcmp(cat, "kernel"))
+			ev.kind = TRACE_KERNEL;
+		else if (!strcmp(cat, "memcpy"))
+			ev.kind = TRACE_MEMCPY;
+		else
+			continue;
+		ev.name = json_string_value(json_object_get(e, "name"));
+		ts = json_ns(json_object_get(e, "ts"));
+		dur = json_ns(json_object_get(e, "dur"));
+		if (!ev.name || ts < 0 || dur < 0) {
+			snprintf(err, errlen, "event %zu: an X event needs a name, ts and dur", i);
+			ret = -EINVAL;
+			goto out;
+		}
+		ev.start_ns = (uint64_t)ts;
+		ev.dur_ns = (uint64_t)dur;
+		ev.pid = (int)json_integer_value(json_object_get(e, "pid"));
+		ev.tid = (int)json_integer_value(json_object_get(e, "tid"));
+		if (json_is_object(args)) {
+			const char *s = json_string_value(json_object_get(args, "stream"));
+
+			ev.device = (uint32_t)json_integer_value(json_object_get(args, "device"));
+			ev.stream = s ? strtoull(s, NULL, 0) : 0;
+			ev.bytes = (uint64_t)json_integer_value(json_object_get(args, "bytes"));
+			ev.correlation = (uint64_t)json_integer_value(json_object_get(args, "correlation"));
+		}
+		ret = trace__add(t, &ev);
+		if (ret)
+			goto out;
+	}
+	ret = 0;
+	*out = t;
+	t = NULL;
+out:
+	trace__free(t);
+	json_decref(root);
+	return ret;
+}
+
+/* ---- validator ---- */
+
+struct vtrack {
+	uint64_t last_ts;
+	bool seen;
+	int64_t *ends; /* X: end times of open slices; B: -1 marks a B slice */
+	const char **names;
+	size_t n, cap;
+};
+
+static uint64_t str_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 0x100000001b3ULL;
+	return h;
+}
+
+static int vpush(struct vtrack *t, int64_t end, const char *name)
+{
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 8;
+		int64_t *e = realloc(t->ends, cap * sizeof(*e));
+		const char **n;
+
+		if (!e)
+			return -ENOMEM;
+		t->ends = e;
+		n = realloc(t->names, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		t->names = n;
+		t->cap = cap;
+	}
+	t->ends[t->n] = end;
+	t->names[t->n++] = name;
+	return 0;
+}
+
+static void bad(char *err, size_t errlen, size_t i, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void bad(char *err, size_t errlen, size_t i, const char *fmt, ...)
+{
+	va_list ap;
+	int n = snprintf(err, errlen, "event %zu: ", i);
+
+	if (n < 0 || (size_t)n >= errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err + n, errlen - n, fmt, ap);
+	va_end(ap);
+}
+
+int trace__validate(const char *json, size_t len, char *err, size_t errlen)
+{
+	struct hmap tracks = {0}, flows = {0};
+	struct vtrack *tr = NULL;
+	size_t ntr = 0, i;
+	json_t *root, *evs, *e;
+	int ret = 0;
+
+	root = load(json, len, err, errlen);
+	if (!root)
+		return -EINVAL;
+	evs = events_of(root);
+	if (!json_is_array(evs)) {
+		snprintf(err, errlen, "no traceEvents array");
+		ret = -EINVAL;
+		goto out;
+	}
+	if (json_is_object(root)) {
+		const char *u = json_string_value(json_object_get(root, "displayTimeUnit"));
+
+		if (json_object_get(root, "displayTimeUnit") && (!u || (strcmp(u, "ms") && strcmp(u, "ns")))) {
+			snprintf(err, errlen, "displayTimeUnit must be \"ms\" or \"ns\"");
+			ret = -EINVAL;
+			goto out;
+		}
+	}
+	json_array_foreach(evs, i, e)
+	{
+		const char *ph = json_string_value(json_object_get(e, "ph"));
+		const char *name = json_string_value(json_object_get(e, "name"));
+		json_t *jpid = json_object_get(e, "pid"), *jtid = json_object_get(e, "tid");
+		int64_t ts = json_ns(json_object_get(e, "ts")), dur;
+		struct vtrack *t;
+		uint64_t v;
+
+#define BAD(...)                                                                                                       \
+	do {                                                                                                           \
+		bad(err, errlen, i, __VA_ARGS__);                                                                      \
+		ret = -EINVAL;                                                                                         \
+		goto out;                                                                                              \
+	} while (0)
+		if (!json_is_object(e))
+			BAD("not an object");
+		if (!ph || strlen(ph) != 1 || !strchr("XBEiIMsftCbneNODPRc", ph[0]))
+			BAD("unknown or missing phase \"ph\"");
+		if (ph[0] == 'M') {
+			json_t *args = json_object_get(e, "args");
+
+			if (!name)
+				BAD("metadata without a name");
+			if ((!strcmp(name, "process_name") || !strcmp(name, "thread_name")) &&
+			    !json_is_string(json_object_get(args, "name")))
+				BAD("%s without args.name", name);
+			continue;
+		}
+		if (ts < 0)
+			BAD("missing or negative \"ts\"");
+		if (ph[0] == 's' || ph[0] == 'f' || ph[0] == 't') {
+			json_t *id = json_object_get(e, "id");
+			uint64_t key = json_is_integer(id)  ? (uint64_t)json_integer_value(id)
+				       : json_is_string(id) ? str_hash(json_string_value(id))
+							    : 0;
+			uint64_t bits = ph[0] == 's' ? 1 : ph[0] == 'f' ? 2 : 0;
+
+			if (!json_is_integer(id) && !json_is_string(id))
+				BAD("flow event without an id");
+			if (!bits)
+				continue;
+			v = 0;
+			hmap__get(&flows, key, 0, 0, &v);
+			if (v & bits)
+				BAD("flow id %" PRIu64 " has two '%c' events", key, ph[0]);
+			ret = hmap__put(&flows, key, 0, 0, v | bits);
+			if (ret)
+				goto out;
+			continue;
+		}
+		if (ph[0] != 'X' && ph[0] != 'B' && ph[0] != 'E')
+			continue;
+		if (!json_is_integer(jpid) || !json_is_integer(jtid))
+			BAD("\"%s\" event without integer pid and tid", ph);
+		if (ph[0] != 'E' && !name)
+			BAD("\"%s\" event without a name", ph);
+		if (!hmap__get(&tracks, (uint64_t)json_integer_value(jpid), (uint64_t)json_integer_value(jtid), 0,
+			       &v)) {
+			struct vtrack *n = realloc(tr, (ntr + 1) * sizeof(*n));
+
+			if (!n) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			tr = n;
+			memset(&tr[ntr], 0, sizeof(tr[ntr]));
+			v = ntr++;
+			ret = hmap__put(&tracks, (uint64_t)json_integer_value(jpid), (uint64_t)json_integer_value(jtid),
+					0, v);
+			if (ret)
+				goto out;
+		}
+		t = &tr[v];
+		if (t->seen && (uint64_t)ts < t->last_ts)
+			BAD("timestamp goes back on track pid %lld tid %lld", (long long)json_integer_value(jpid),
+			    (long long)json_integer_value(jtid));
+		t->seen = true;
+		t->last_ts = (uint64_t)ts;
+		/* complete slices that ended before this event are closed */
+		while (t->n && t->ends[t->n - 1] >= 0 && t->ends[t->n - 1] <= ts)
+			t->n--;
+		if (ph[0] == 'X') {
+			dur = json_ns(json_object_get(e, "dur"));
+			if (dur < 0)
+				BAD("X event without a non-negative \"dur\"");
+			if (t->n && t->ends[t->n - 1] >= 0 && ts + dur > t->ends[t->n - 1])
+				BAD("\"%s\" overlaps the slice enclosing it without nesting", name);
+			ret = vpush(t, ts + dur, name);
+			if (ret)
+				goto out;
+		} else if (ph[0] == 'B') {
+			ret = vpush(t, -1, name);
+			if (ret)
+				goto out;
+		} else {
+			if (!t->n || t->ends[t->n - 1] >= 0)
+				BAD("E event without a matching B");
+			if (name && strcmp(name, t->names[t->n - 1]))
+				BAD("E \"%s\" closes B \"%s\"", name, t->names[t->n - 1]);
+			t->n--;
+		}
+#undef BAD
+	}
+	for (size_t k = 0; k < ntr; k++)
+		for (size_t j = 0; j < tr[k].n; j++)
+			if (tr[k].ends[j] < 0) {
+				snprintf(err, errlen, "B \"%s\" never ends", tr[k].names[j]);
+				ret = -EINVAL;
+				goto out;
+			}
+	hmap_for_each(&flows, f)
+	{
+		if (f->val != 3) {
+			snprintf(err, errlen, "flow id %" PRIu64 " has a%s but no %s", f->k[0],
+				 f->val == 1 ? " start" : " finish", f->val == 1 ? "finish" : "start");
+			ret = -EINVAL;
+			goto out;
+		}
+	}
+out:
+	for (size_t k = 0; k < ntr; k++) {
+		free(tr[k].ends);
+		free(tr[k].names);
+	}
+	free(tr);
+	hmap__clear(&tracks);
+	hmap__clear(&flows);
+	json_decref(root);
+	return ret;
+}
