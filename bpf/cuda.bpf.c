@@ -54,7 +54,8 @@ struct {
 	__type(value, struct cuda_abi_frame);
 } rt_frames SEC(".maps");
 
-/* A call with a return probe (syncs, allocations, name lookups), from entry to return. */
+/* A call with a return probe (syncs, allocations, name lookups; every call with --trace),
+ * from entry to return. */
 struct pending {
 	__u64 cookie;
 	__u64 ts;
@@ -62,7 +63,23 @@ struct pending {
 	__u64 arg;  /* size, hostFun, CUkernel */
 	__u64 name; /* user pointer to a kernel name */
 	__u64 caller;
+	/* --trace: what the call event reports */
+	__u64 object;
+	__u64 bytes;
+	__u64 stream;
+	__u32 dir;
+	__u32 pad;
 };
+
+/* --trace: every traced call with its entry time and duration. Sized by userspace. */
+const volatile bool trace_calls = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096); /* resized by userspace with --trace */
+} call_events SEC(".maps");
+
+__u64 lost_call_events = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -262,6 +279,7 @@ static __always_inline int enter(struct pt_regs *ctx)
 		pend.ts = bpf_ktime_get_ns();
 		pend.out = PT_REGS_PARM1(ctx);
 		pend.arg = PT_REGS_PARM2(ctx);
+		pend.bytes = cls == CC_ALLOC ? pend.arg : 0;
 		pend.name = PT_REGS_PARM3(ctx);
 		pend.caller = key.caller;
 		bpf_map_update_elem(&pendings, &tid, &pend, BPF_ANY);
@@ -273,7 +291,37 @@ static __always_inline int enter(struct pt_regs *ctx)
 	key.pystack = python_capture(ctx, tgid, tid);
 	record_comm(tgid, tid);
 	account(&key, bytes, 0);
+	if (trace_calls) {
+		/* The return probe reports the call with its duration. */
+		pend.cookie = cookie;
+		pend.ts = bpf_ktime_get_ns();
+		pend.object = key.object;
+		pend.bytes = bytes;
+		pend.stream = key.stream;
+		pend.dir = key.dir;
+		bpf_map_update_elem(&pendings, &tid, &pend, BPF_ANY);
+	}
 	return 0;
+}
+
+static __always_inline void emit_call(const struct pending *pend, __u32 tgid, __u32 tid, __u64 now)
+{
+	struct cuda_call_event *e = bpf_ringbuf_reserve(&call_events, sizeof(*e), 0);
+
+	if (!e) {
+		__sync_fetch_and_add(&lost_call_events, 1);
+		return;
+	}
+	e->tgid = tgid;
+	e->tid = tid;
+	e->api = CUDA_COOKIE_IDX(pend->cookie);
+	e->dir = pend->dir;
+	e->start_ns = pend->ts;
+	e->dur_ns = now - pend->ts;
+	e->object = pend->object;
+	e->bytes = pend->bytes;
+	e->stream = pend->stream;
+	bpf_ringbuf_submit(e, 0);
 }
 
 static __always_inline int leave(struct pt_regs *ctx)
@@ -346,6 +394,8 @@ static __always_inline int leave(struct pt_regs *ctx)
 			emit_event(CUDA_EV_RT_KERNEL, tgid, handle, pend->arg, NULL);
 		break;
 	}
+	if (trace_calls && CUDA_COOKIE_CLASS(cookie) < CC_NAME_MODULE)
+		emit_call(pend, tgid, tid, now);
 	bpf_map_delete_elem(&pendings, &tid);
 	return 0;
 }

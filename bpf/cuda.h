@@ -89,6 +89,19 @@ enum cuda_event_type {
 	CUDA_EV_RT_KERNEL = 3,   /* cudaKernel_t handle belongs to host function other */
 };
 
+/* --trace: one timed API call (call_events ring buffer). */
+struct cuda_call_event {
+	__u32 tgid;
+	__u32 tid;
+	__u32 api;
+	__u32 dir;
+	__u64 start_ns; /* CLOCK_MONOTONIC (bpf_ktime_get_ns) */
+	__u64 dur_ns;
+	__u64 object;   /* launches: the function handle */
+	__u64 bytes;    /* copies, sets, allocations */
+	__u64 stream;
+};
+
 #define CUDA_NAME_MAX 192
 
 struct cuda_event {

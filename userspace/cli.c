@@ -61,6 +61,12 @@ void cli__usage_record(FILE *f)
 		"                          scaled to estimates; rare ones stay attached\n"
 		"      --exact             every CUDA probe attached all the time: exact counts, at a\n"
 		"                          cost of a few microseconds per traced call\n"
+		"      --trace             write a timeline instead of a profile: every CUDA API call with\n"
+		"                          its start and duration, per process and thread, as Chrome trace\n"
+		"                          JSON for Perfetto or chrome://tracing (-o defaults to\n"
+		"                          gpubpf.trace.json; implies --exact)\n"
+		"      --max-events N      bound of the timeline (default 1000000); calls past it are\n"
+		"                          counted as dropped\n"
 		"  -v, --verbose           debug messages, including libbpf's\n"
 		"  -h, --help              this help\n"
 		"\n"
@@ -132,7 +138,7 @@ static int parse_pids(const char *arg, struct record_opts *o)
 	return err;
 }
 
-enum { OPT_FORMAT = 256, OPT_NO_INHERIT, OPT_BUDGET, OPT_EXACT, OPT_NO_PYTHON };
+enum { OPT_FORMAT = 256, OPT_NO_INHERIT, OPT_BUDGET, OPT_EXACT, OPT_TRACE, OPT_MAX_EVENTS, OPT_NO_PYTHON };
 
 int cli__parse_record(int argc, char **argv, struct record_opts *o)
 {
@@ -142,10 +148,13 @@ int cli__parse_record(int argc, char **argv, struct record_opts *o)
 		{"output", required_argument, NULL, 'o'},   {"format", required_argument, NULL, OPT_FORMAT},
 		{"no-inherit", no_argument, NULL, OPT_NO_INHERIT}, {"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},           {"overhead-budget", required_argument, NULL, OPT_BUDGET},
-		{"exact", no_argument, NULL, OPT_EXACT},    {"no-python", no_argument, NULL, OPT_NO_PYTHON},
+		{"exact", no_argument, NULL, OPT_EXACT},
+		{"trace", no_argument, NULL, OPT_TRACE},
+		{"max-events", required_argument, NULL, OPT_MAX_EVENTS},    {"no-python", no_argument, NULL, OPT_NO_PYTHON},
 		{NULL, 0, NULL, 0},
 	};
 	int c, modes;
+	bool output_set = false, format_set = false;
 	long l;
 
 	memset(o, 0, sizeof(*o));
@@ -154,6 +163,7 @@ int cli__parse_record(int argc, char **argv, struct record_opts *o)
 	o->inherit = true;
 	o->python = true;
 	o->budget = 1.0;
+	o->max_events = 1000000;
 	o->argc = argc;
 	o->argv = argv;
 
@@ -188,8 +198,10 @@ int cli__parse_record(int argc, char **argv, struct record_opts *o)
 				return -EINVAL;
 			}
 			o->output = optarg;
+			output_set = true;
 			break;
 		case OPT_FORMAT:
+			format_set = true;
 			if (!strcmp(optarg, "pprof")) {
 				o->format = FORMAT_PPROF;
 			} else if (!strcmp(optarg, "folded")) {
@@ -212,6 +224,16 @@ int cli__parse_record(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_EXACT:
 			o->exact = true;
+			break;
+		case OPT_TRACE:
+			o->trace = true;
+			break;
+		case OPT_MAX_EVENTS:
+			if (cli__parse_int(optarg, 1, 1000000000, &l)) {
+				pr_err("record: invalid --max-events '%s': expected a count, 1..1000000000", optarg);
+				return -EINVAL;
+			}
+			o->max_events = (size_t)l;
 			break;
 		case OPT_NO_PYTHON:
 			o->python = false;
@@ -240,6 +262,16 @@ int cli__parse_record(int argc, char **argv, struct record_opts *o)
 	} else if (optind > 1 && !strcmp(argv[optind - 1], "--")) {
 		pr_err("record: no command after --");
 		return -EINVAL;
+	}
+	if (o->trace) {
+		if (format_set) {
+			pr_err("record: --trace writes a timeline: it does not take --format");
+			return -EINVAL;
+		}
+		/* Windows would leave holes in a timeline. */
+		o->exact = true;
+		if (!output_set)
+			o->output = "gpubpf.trace.json";
 	}
 	modes = (o->npids > 0) + o->all + (o->command != NULL);
 	if (modes == 0) {

@@ -26,6 +26,8 @@ struct record_opts {
 	bool inherit;         /* follow children (off with --no-inherit) */
 	double budget;        /* --overhead-budget, percent of each target thread's time */
 	bool exact;           /* --exact: every probe attached all the time */
+	bool trace;           /* --trace: write a timeline of CUDA calls (Chrome trace JSON) */
+	size_t max_events;    /* --max-events: bound of the timeline */
 	bool python;          /* Python frames (off with --no-python) */
 	bool verbose;         /* -v */
 	bool help;            /* --help was asked: print usage, exit 0 */

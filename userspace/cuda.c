@@ -29,6 +29,7 @@
 #include "python.h"
 #include "procs.h"
 #include "stacks.h"
+#include "trace.h"
 #include "umulti.h"
 
 #define MAX_SCAN_PIDS 4096
@@ -50,6 +51,9 @@ struct cuda_tracer {
 	bool scaled;                    /* windowed: scale counts by attached time */
 	double scale[CG__COUNT];        /* this drain's estimate factor per group */
 	struct hmap tidhits;            /* (tid, group) -> hits in this drain */
+	bool trace;                     /* --trace: every call timed into `timeline` */
+	struct trace *timeline;
+	uint64_t trace_dropped;         /* events past --max-events */
 	int probes;
 	struct hmap scanned;   /* (attach pid or 0, dev, inode) -> 1 */
 	struct hmap scanned_pids; /* (pid, 0, 4) -> last full scan, CLOCK_MONOTONIC ms */
@@ -252,6 +256,35 @@ static int on_event(void *ctx, void *data, size_t len)
 	return 0;
 }
 
+/* --trace: one call with its time, kept in the timeline up to --max-events. */
+static int on_call(void *ctx, void *data, size_t len)
+{
+	struct cuda_tracer *c = ctx;
+	const struct cuda_call_event *e = data;
+	struct prof_label l[SESSION_LABELS];
+	struct trace_event ev = {0};
+
+	if (len < sizeof(*e) || e->api >= (uint32_t)cuda_num_apis)
+		return 0;
+	if (trace__num_events(c->timeline) >= c->s->opts->max_events) {
+		c->trace_dropped++;
+		return 0;
+	}
+	ev.kind = TRACE_API;
+	ev.name = cuda_apis[e->api].name;
+	ev.pid = (int)e->tgid;
+	ev.tid = (int)e->tid;
+	if (session__labels(c->s, e->tgid, e->tid, l) == 0) {
+		ev.thread_name = l[2].str;
+		ev.process_name = l[3].str;
+	}
+	ev.stream = e->stream;
+	ev.start_ns = e->start_ns;
+	ev.dur_ns = e->dur_ns;
+	ev.bytes = e->bytes;
+	return trace__add(c->timeline, &ev);
+}
+
 struct cuda_tracer *cuda__new(struct session *s, int targets_fd, int comms_fd)
 {
 	struct cuda_tracer *c = calloc(1, sizeof(*c));
@@ -269,6 +302,17 @@ struct cuda_tracer *cuda__new(struct session *s, int targets_fd, int comms_fd)
 	c->skel->rodata->trace_all = s->opts->all;
 	c->skel->rodata->self_tgid = (__u32)getpid();
 	c->multi = umulti__supported() && !getenv("GPUBPF_NO_UPROBE_MULTI");
+	c->trace = s->opts->trace;
+	if (c->trace) {
+		c->timeline = trace__new();
+		if (!c->timeline) {
+			err = -errno;
+			goto fail;
+		}
+		c->skel->rodata->trace_calls = true;
+		/* ~70 bytes an event: room for 200k calls between two polls. */
+		bpf_map__set_max_entries(c->skel->maps.call_events, 16u << 20);
+	}
 	bpf_program__set_autoload(c->skel->progs.cuda_enter, !c->multi);
 	bpf_program__set_autoload(c->skel->progs.cuda_exit, !c->multi);
 	bpf_program__set_autoload(c->skel->progs.cuda_enter_multi, c->multi);
@@ -291,6 +335,13 @@ struct cuda_tracer *cuda__new(struct session *s, int targets_fd, int comms_fd)
 		goto fail;
 	}
 	procs__add_on_change(s->procs, on_change, c);
+	if (c->trace) {
+		err = procs__add_ringbuf(s->procs, bpf_map__fd(c->skel->maps.call_events), on_call, c);
+		if (err) {
+			pr_err("cannot poll the CUDA call event ring buffer: %s", strerror(-err));
+			goto fail;
+		}
+	}
 	c->last_drain = mono_now();
 	for (int g = 0; g < CG__COUNT; g++) {
 		c->group_on[g] = true;
@@ -328,6 +379,7 @@ void cuda__free(struct cuda_tracer *c)
 	hmap__clear(&c->scanned_pids);
 	hmap__clear(&c->tidhits);
 	cuda_bpf__destroy(c->skel);
+	trace__free(c->timeline);
 	free(c);
 }
 
@@ -363,7 +415,7 @@ static int attach_multi(struct cuda_tracer *c, int pid, int fd, const struct elf
 
 		if (!want[i].offset)
 			continue;
-		for (int ret = 0; ret <= (int)a->retprobe; ret++) {
+		for (int ret = 0; ret <= (int)(a->retprobe || c->trace); ret++) {
 			uint32_t k = o->cnt[a->group][ret]++;
 
 			o->offs[a->group][ret][k] = want[i].offset;
@@ -404,7 +456,7 @@ static int attach_single(struct cuda_tracer *c, int pid, const char *path, const
 
 		if (!want[i].offset)
 			continue;
-		for (int ret = 0; ret <= (int)a->retprobe; ret++) {
+		for (int ret = 0; ret <= (int)(a->retprobe || c->trace); ret++) {
 			opts.retprobe = ret;
 			l = bpf_program__attach_uprobe_opts(ret ? c->skel->progs.cuda_exit : c->skel->progs.cuda_enter,
 							    pid, path, (size_t)want[i].offset, &opts);
@@ -853,5 +905,15 @@ void cuda__stats(struct cuda_tracer *c, struct cuda_stats *out)
 	out->lost_stacks = stacks__stat(fd, STAT_USTACK_LOST) + stacks__stat(fd, STAT_STACK_FULL);
 	out->lost_events = c->skel->bss->lost_events;
 	out->objects = c->objects;
+	out->trace_events = c->timeline ? trace__num_events(c->timeline) : 0;
+	out->trace_dropped = c->trace_dropped + c->skel->bss->lost_call_events;
 	out->probes = c->probes;
+}
+
+struct trace *cuda__take_trace(struct cuda_tracer *c)
+{
+	struct trace *t = c->timeline;
+
+	c->timeline = NULL;
+	return t;
 }

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "session.h"
 
@@ -19,6 +20,8 @@ struct cuda_stats {
 	uint64_t lost_events;  /* name events lost */
 	int objects;           /* objects with CUDA entry points probed */
 	int probes;            /* uprobes attached */
+	size_t trace_events;   /* --trace: calls in the timeline */
+	uint64_t trace_dropped; /* --trace: calls past --max-events or lost in the ring buffer */
 };
 
 /* Open and load (no probes yet): NULL with errno set (a message was printed). */
@@ -49,5 +52,10 @@ double cuda__calibrate(struct cuda_tracer *c);
 /* At the end: allocations still live become gpu_inuse samples under their stacks. */
 int cuda__finish(struct cuda_tracer *c);
 void cuda__stats(struct cuda_tracer *c, struct cuda_stats *out);
+
+/* --trace: hand over the timeline of calls (the caller frees it with trace__free), so
+ * it outlives the tracer, which is torn down before the output is written. */
+struct trace;
+struct trace *cuda__take_trace(struct cuda_tracer *c);
 
 #endif /* GPUBPF_CUDA_USER_H */

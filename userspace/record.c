@@ -30,6 +30,7 @@
 #include "speedscope.h"
 #include "status.h"
 #include "syms.h"
+#include "trace.h"
 
 static volatile sig_atomic_t stop_signals;
 
@@ -81,12 +82,15 @@ static int64_t wall_ns(void)
 
 struct write_ctx {
 	struct session *s;
+	struct trace *timeline; /* --trace */
 };
 
 static int write_cb(void *ctx, FILE *f)
 {
 	struct write_ctx *w = ctx;
 
+	if (w->s->opts->trace)
+		return trace__write(w->timeline, f);
 	if (w->s->opts->format == FORMAT_FOLDED)
 		return folded__write(w->s->prof, w->s->t_samples, f);
 	if (w->s->opts->format == FORMAT_SPEEDSCOPE)
@@ -511,6 +515,7 @@ int record__main(int argc, char **argv)
 	}
 	cpu__stats(cpu, &st);
 	cuda__stats(cuda, &cs);
+	w.timeline = cuda__take_trace(cuda);
 	/* Detach before symbolizing and writing: the target runs on unprofiled. */
 	cpu__free(cpu);
 	cpu = NULL;
@@ -531,8 +536,12 @@ int record__main(int argc, char **argv)
 		pr_err("cannot write %s: %s", o.output, strerror(-err));
 		goto cleanup;
 	}
-	fprintf(stderr, "gpubpf: wrote %s: %llu samples, %zu stacks, %.1f s", o.output,
-		(unsigned long long)st.samples, profile__num_samples(s.prof), elapsed);
+	if (o.trace)
+		fprintf(stderr, "gpubpf: wrote %s: a timeline of %zu CUDA calls (%llu dropped: --max-events %zu), %.1f s",
+			o.output, cs.trace_events, (unsigned long long)cs.trace_dropped, o.max_events, elapsed);
+	else
+		fprintf(stderr, "gpubpf: wrote %s: %llu samples, %zu stacks, %.1f s", o.output,
+			(unsigned long long)st.samples, profile__num_samples(s.prof), elapsed);
 	if (st.lost_stacks || st.dropped)
 		fprintf(stderr, ", %llu stacks lost, %llu samples dropped", (unsigned long long)st.lost_stacks,
 			(unsigned long long)st.dropped);
@@ -566,6 +575,7 @@ cleanup:
 	cuda__free(cuda);
 	cpu__free(cpu);
 	python__free(s.py);
+	trace__free(w.timeline);
 	procs__free(s.procs);
 	profile__free(s.prof);
 	syms__free(s.syms);
