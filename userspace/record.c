@@ -16,6 +16,7 @@
 #include "cpu.h"
 #include "cuda.h"
 #include "cuda_api.h"
+#include "cupti.h"
 #include "governor.h"
 #include "folded.h"
 #include "log.h"
@@ -164,37 +165,6 @@ static void add_comments(struct session *s, const struct cpu_stats *st, const st
 		profile__add_comment(s->prof, "cuda: no CUDA runtime or driver entry points found in the targets");
 }
 
-/* The command gpubpf starts gets the device-time injection library (installed beside the
- * gpubpf binary) through CUDA_INJECTION64_PATH; it stays idle until a session attaches.
- * A value the user set is theirs: keep it, and say device time may be unavailable. */
-static void set_injection_env(void)
-{
-	const char *have = getenv("CUDA_INJECTION64_PATH");
-	char exe[4096], lib[4200], *slash;
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-
-	if (n <= 0)
-		return;
-	exe[n] = '\0';
-	slash = strrchr(exe, '/');
-	if (!slash)
-		return;
-	*slash = '\0';
-	snprintf(lib, sizeof(lib), "%s/libgpubpf_inject.so", exe);
-	if (access(lib, R_OK) != 0) {
-		pr_debug("no injection library at %s: device time unavailable for the command", lib);
-		return;
-	}
-	if (have && *have) {
-		if (strcmp(have, lib) != 0)
-			pr_warn("CUDA_INJECTION64_PATH is already set (%s): keeping it, so device time comes only "
-				"if that library is gpubpf's",
-				have);
-		return;
-	}
-	setenv("CUDA_INJECTION64_PATH", lib, 1);
-}
-
 /* Every probe is in: tell a script that waits (GPUBPF_READY_FILE names a file to create).
  * Tests use it to release a target only once gpubpf sees everything it does. */
 static void signal_ready(void)
@@ -325,6 +295,8 @@ int record__main(int argc, char **argv)
 	struct session s = {.comms_fd = -1};
 	struct cpu_sampler *cpu = NULL;
 	struct cuda_tracer *cuda = NULL;
+	struct cupti_tracer *cupti = NULL;
+	char gpu_summary[600] = "";
 	struct cpu_stats st = {0};
 	struct cuda_stats cs = {0};
 	struct governor gov = {0};
@@ -387,7 +359,8 @@ int record__main(int argc, char **argv)
 	}
 	s.comms_fd = procs__comms_fd(s.procs);
 	if (o.command) {
-		set_injection_env();
+		/* The injection library, idle until a session attaches: device time. */
+		cupti__prepare_command();
 		err = procs__spawn(s.procs, o.command);
 		if (err) {
 			pr_err("cannot start %s: %s", o.command[0], strerror(-err));
@@ -417,6 +390,14 @@ int record__main(int argc, char **argv)
 	}
 	windowed = !o.exact && cuda__windowed(cuda);
 	setup_governor(&gov, &o, cuda, windowed);
+	/* Device time: the injection library's USDT probes, where a target has it. */
+	cupti = cupti__new(&s, procs__targets_fd(s.procs), s.comms_fd);
+	if (!cupti) {
+		err = -errno;
+		goto cleanup;
+	}
+	cupti__set_budget(cupti, o.budget, gov.cost_per_hit, o.exact);
+	cupti__scan(cupti);
 	cuda__scan(cuda);
 	/* Probes are in place: let the command run. */
 	if (o.command) {
@@ -457,6 +438,8 @@ int record__main(int argc, char **argv)
 			err = cpu__drain(cpu, false);
 			if (!err)
 				err = cuda__drain(cuda, false);
+			if (!err)
+				err = cupti__drain(cupti, false);
 			if (err) {
 				pr_err("cannot read samples: %s", strerror(-err));
 				goto cleanup;
@@ -469,6 +452,7 @@ int record__main(int argc, char **argv)
 				procs__refresh(s.procs);
 			/* Objects mapped since the last look (a dlopen'd libcudart) get probes. */
 			cuda__scan(cuda);
+			cupti__scan(cupti);
 			/* Resolve while the targets live: exited processes keep their names. */
 			profile__symbolize(s.prof, s.syms);
 			cpu__stats(cpu, &st);
@@ -509,6 +493,8 @@ int record__main(int argc, char **argv)
 		err = cuda__drain(cuda, true);
 	if (!err)
 		err = cuda__finish(cuda);
+	if (!err)
+		err = cupti__drain(cupti, true);
 	if (err) {
 		pr_err("cannot read samples: %s", strerror(-err));
 		goto cleanup;
@@ -521,6 +507,7 @@ int record__main(int argc, char **argv)
 	cpu = NULL;
 	cuda__free(cuda);
 	cuda = NULL;
+	cupti__detach(cupti);
 	if (stop_signals < 2)
 		profile__symbolize(s.prof, s.syms);
 	{
@@ -530,6 +517,8 @@ int record__main(int argc, char **argv)
 		profile__set_time(s.prof, t0, (int64_t)(elapsed * 1e9));
 	}
 	add_comments(&s, &st, &cs, elapsed, &gov, windowed);
+	cupti__add_comments(cupti);
+	cupti__summary(cupti, gpu_summary, sizeof(gpu_summary));
 
 	err = outfile__write(o.output, write_cb, &w);
 	if (err) {
@@ -554,6 +543,7 @@ int record__main(int argc, char **argv)
 			fprintf(stderr, " in windows (%s; estimates scaled)", duty);
 		fprintf(stderr, ", overhead ~%.2g%%", 100 * governor__overhead(&gov));
 	}
+	fputs(gpu_summary, stderr);
 	if (procs__lost_events(s.procs))
 		fprintf(stderr, ", %llu process events lost", procs__lost_events(s.procs));
 	fputc('\n', stderr);
@@ -572,6 +562,7 @@ int record__main(int argc, char **argv)
 	}
 	err = 0;
 cleanup:
+	cupti__free(cupti);
 	cuda__free(cuda);
 	cpu__free(cpu);
 	python__free(s.py);

@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Device-side time from the injection library (userspace/inject/), joined to the CPU
+ * stacks that launched it. Two USDT probes carry the data:
+ *   launch(corr, cbinfo)  on the launching thread, inside the API call: the user stack
+ *                         is captured here and kept under (tgid, correlation id);
+ *   records(batch)        once per batch of completed activity: the records are read
+ *                         from the target here, each joined to its launch stack on the
+ *                         correlation id, and summed per (stack, kernel, device, stream,
+ *                         graph) in the kernel: one trap per batch, none per record.
+ * name() and status() are rare and go to userspace through a ring buffer.
+ * Everything read from the target is validated: magic, version, bounded counts, kinds. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/usdt.bpf.h>
+
+#define EFAULT 14
+#define ENOMEM 12
+#include "targets.bpf.h"
+#include "stacks.h"
+#include "cupti.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Launch stacks outlive the double buffer: records arrive up to a flush period (and a
+ * device queue) after their launch, possibly across a drain. Training loops repeat a
+ * bounded set of launch stacks, so this map does not grow with the recording. */
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 16384);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, STACKS_MAX_DEPTH * sizeof(__u64));
+} launch_stacks SEC(".maps");
+
+/* Sampled launches waiting for their records. LRU: a launch whose records never come
+ * (a failed launch) ages out. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct dev_launch_key);
+	__type(value, struct dev_launch);
+} launches SEC(".maps");
+
+struct dev_counts {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct dev_key);
+	__type(value, struct dev_val);
+};
+struct dev_counts dcounts0 SEC(".maps");
+struct dev_counts dcounts1 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32); /* tgid */
+	__type(value, struct dev_proc);
+} dev_procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, STAT_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} dev_events SEC(".maps");
+
+/* Flipped by userspace through the mmapped .bss (see stacks.bpf.h for why). */
+volatile __u32 buf_active = 0;
+__u64 lost_events = 0;
+
+static __always_inline void stat_inc(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+SEC("usdt")
+int BPF_USDT(dev_launch, __u32 corr, __u32 cbinfo)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	struct dev_launch_key k = {.tgid = tgid, .corr = corr};
+	struct dev_launch v = {.tid = tid, .cbinfo = cbinfo};
+	long id;
+
+	if (!is_target(tgid))
+		return 0;
+	/* The probe sits mid-function in the library's callback, whose frame is set up:
+	 * the frame-pointer walk misses no caller here (unlike at a function entry). */
+	id = bpf_get_stackid(ctx, &launch_stacks, BPF_F_USER_STACK);
+	if (id < 0)
+		stat_inc(id == -ENOMEM ? STAT_STACK_FULL : STAT_USTACK_LOST);
+	v.ustack = id < 0 ? -1 : (__s32)id;
+	record_comm(tgid, tid);
+	bpf_map_update_elem(&launches, &k, &v, BPF_ANY);
+	return 0;
+}
+
+struct rec_ctx {
+	__u64 base; /* user address of recs[0] */
+	__u32 tgid;
+	__u32 count;
+	__u32 buf;
+	__u32 invalid;
+	__u32 unjoined;
+	__u32 read;
+};
+
+static int one_record(__u32 i, struct rec_ctx *c)
+{
+	struct dev_rec r;
+	struct dev_key key = {};
+	struct dev_launch_key lk;
+	struct dev_launch *l;
+	struct dev_val *v, init = {};
+	void *counts = c->buf ? (void *)&dcounts1 : (void *)&dcounts0;
+
+	if (i >= c->count)
+		return 1;
+	if (bpf_probe_read_user(&r, sizeof(r), (void *)(c->base + (__u64)i * sizeof(r)))) {
+		c->invalid++;
+		return 1; /* the batch is gone or bogus: stop reading it */
+	}
+	c->read++;
+	if (r.kind < DEV_KERNEL || r.kind > DEV_MEMSET || r.end < r.start) {
+		c->invalid++;
+		return 0;
+	}
+	key.tgid = c->tgid;
+	key.kind = r.kind;
+	key.name_id = r.kind == DEV_KERNEL ? r.name_id : 0;
+	key.dir = r.kind == DEV_KERNEL ? 0 : (r.dir > DEV_DIR_MEMSET ? DEV_DIR_OTHER : r.dir);
+	key.device = r.device;
+	key.stream = r.stream;
+	key.graph_id = r.graph_id;
+	lk.tgid = c->tgid;
+	lk.corr = r.corr;
+	l = bpf_map_lookup_elem(&launches, &lk);
+	if (l) {
+		key.tid = l->tid;
+		key.ustack = l->ustack;
+		key.cbinfo = l->cbinfo;
+	} else {
+		/* Counted anyway (under "[stack lost]"): device time is not thrown away. */
+		key.ustack = -1;
+		c->unjoined++;
+	}
+	v = bpf_map_lookup_elem(counts, &key);
+	if (!v) {
+		bpf_map_update_elem(counts, &key, &init, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(counts, &key);
+		if (!v) {
+			stat_inc(STAT_MAP_FULL);
+			return 0;
+		}
+	}
+	__sync_fetch_and_add(&v->ns, r.end - r.start);
+	__sync_fetch_and_add(&v->count, 1);
+	if (r.bytes)
+		__sync_fetch_and_add(&v->bytes, r.bytes);
+	stat_inc(STAT_SAMPLES);
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(dev_records, void *batch)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct dev_batch hdr;
+	struct dev_proc *p, init = {};
+	struct rec_ctx c = {};
+
+	if (!is_target(tgid))
+		return 0;
+	p = bpf_map_lookup_elem(&dev_procs, &tgid);
+	if (!p) {
+		bpf_map_update_elem(&dev_procs, &tgid, &init, BPF_NOEXIST);
+		p = bpf_map_lookup_elem(&dev_procs, &tgid);
+		if (!p)
+			return 0;
+	}
+	if (bpf_probe_read_user(&hdr, sizeof(hdr), batch) || hdr.magic != DEV_BATCH_MAGIC ||
+	    hdr.version != DEV_BATCH_VERSION || hdr.count > DEV_BATCH_MAX) {
+		__sync_fetch_and_add(&p->invalid, 1);
+		return 0;
+	}
+	p->ctr = hdr.ctr;
+	c.base = (__u64)batch + sizeof(hdr);
+	c.tgid = tgid;
+	c.count = hdr.count;
+	c.buf = buf_active & 1;
+	bpf_loop(DEV_BATCH_MAX, one_record, &c, 0);
+	__sync_fetch_and_add(&p->batches, 1);
+	__sync_fetch_and_add(&p->records, c.read);
+	if (c.unjoined)
+		__sync_fetch_and_add(&p->unjoined, c.unjoined);
+	if (c.invalid)
+		__sync_fetch_and_add(&p->invalid, c.invalid);
+	return 0;
+}
+
+static __always_inline void emit(__u32 type, __u32 id, __u64 addr, const char *text)
+{
+	struct dev_event *e = bpf_ringbuf_reserve(&dev_events, sizeof(*e), 0);
+
+	if (!e) {
+		__sync_fetch_and_add(&lost_events, 1);
+		return;
+	}
+	e->type = type;
+	e->tgid = bpf_get_current_pid_tgid() >> 32;
+	e->id = id;
+	e->pad = 0;
+	e->addr = addr;
+	e->text[0] = '\0';
+	if (bpf_probe_read_user_str(e->text, sizeof(e->text), text) < 0)
+		e->text[0] = '\0';
+	bpf_ringbuf_submit(e, 0);
+}
+
+SEC("usdt")
+int BPF_USDT(dev_name, __u32 id, const char *name)
+{
+	if (!is_target(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	emit(DEV_EV_NAME, id, 0, name);
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(dev_status, int code, const char *text, void *cfg)
+{
+	if (!is_target(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	emit(DEV_EV_STATUS, (__u32)code, (__u64)cfg, text);
+	return 0;
+}

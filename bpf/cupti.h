@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared between the injection library (userspace/inject/), bpf/cupti.bpf.c and
+ * userspace/cupti.c: the layout of what the library hands to its USDT probes. __u32/__u64
+ * only; every field is read from the target's memory and validated before use. */
+#ifndef GPUBPF_CUPTI_H
+#define GPUBPF_CUPTI_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h> /* BPF code gets these from vmlinux.h */
+#endif
+
+/* USDT provider and probes of libgpubpf_inject.so (provider "gpubpf"):
+ *   launch(corr, cbinfo)       API callback of a sampled launch/copy, on the launching thread
+ *   records(batch)             one completed batch (struct dev_batch) of sampled activity
+ *   name(id, str)              a kernel or API function name, once per name and attach
+ *   status(code, text, cfg)    the library's state changed (enum dev_status); cfg: its config
+ * Each has a semaphore (gpubpf_<probe>_semaphore): the kernel counts attached uprobes in it,
+ * and the library is attached exactly while launch's and records' are non-zero. */
+#define DEV_PROVIDER "gpubpf"
+
+/* cbinfo of launch(): CUPTI callback domain << 16 | callback id. */
+#define DEV_CBINFO(domain, cbid) (((__u32)(domain) << 16) | ((__u32)(cbid)&0xffff))
+#define DEV_CBINFO_DOMAIN(x) ((__u32)(x) >> 16)
+#define DEV_CBINFO_CBID(x) ((__u32)(x)&0xffff)
+
+/* name() ids: kernel names count up from 1; API function names are DEV_NAME_API | cbinfo. */
+#define DEV_NAME_API 0x80000000u
+#define DEV_NAME_MAX 512
+
+enum dev_kind {
+	DEV_KERNEL = 1,
+	DEV_MEMCPY = 2,
+	DEV_MEMSET = 3,
+};
+
+/* Copy directions, as bpf/cuda.h's CUDA_DIR_* (so both tracers name copies alike). */
+#define DEV_DIR_HTOH 0
+#define DEV_DIR_HTOD 1
+#define DEV_DIR_DTOH 2
+#define DEV_DIR_DTOD 3
+#define DEV_DIR_OTHER 4 /* arrays, unknown: "[memcpy default]" */
+#define DEV_DIR_MEMSET 5
+
+/* One completed device activity, compact and fixed-size (CUPTI's own records are
+ * versioned and variable: the library converts). Times are CUPTI's, in ns. */
+struct dev_rec {
+	__u64 start;
+	__u64 end;
+	__u64 bytes;   /* copies and memsets */
+	__u32 corr;    /* CUPTI correlation id of the API call that launched it */
+	__u32 kind;    /* enum dev_kind */
+	__u32 name_id; /* kernels: id announced by name(); 0 unknown */
+	__u32 device;
+	__u32 stream;	/* CUPTI stream id */
+	__u32 graph_id; /* 0: not part of a graph launch */
+	__u32 dir;	/* copies: DEV_DIR_* */
+	__u32 pad;
+};
+
+#define DEV_BATCH_MAGIC 0x67627062u /* "gbpb" */
+#define DEV_BATCH_VERSION 1
+/* Records per records() probe: BPF reads them in a bounded loop. */
+#define DEV_BATCH_MAX 4096
+
+/* Counters are cumulative since the library started; gpubpf differences them. */
+struct dev_counters {
+	__u64 launches_seen;	/* launch API calls while attached (kernels and graphs) */
+	__u64 launches_sampled; /* ... of which followed */
+	__u64 copies_seen;	/* copy and memset API calls while attached */
+	__u64 copies_sampled;
+	__u64 dropped_unsampled; /* activity records of launches that were not followed */
+	__u64 lost;		 /* records CUPTI dropped (no buffer) or the batch had no room for */
+};
+
+struct dev_batch {
+	__u32 magic;
+	__u32 version;
+	__u32 count;
+	__u32 epoch; /* attach generation: names are announced again in each */
+	struct dev_counters ctr;
+	struct dev_rec recs[];
+};
+
+enum dev_status {
+	DEV_ST_IDLE = 0,
+	DEV_ST_ATTACHED = 1,	     /* subscribed, activity enabled */
+	DEV_ST_OTHER_SUBSCRIBER = 2, /* another CUPTI client is present: stays idle */
+	DEV_ST_NO_CUPTI = 3,	     /* libcupti could not be loaded or lacks a function */
+	DEV_ST_CUPTI_ERROR = 4,	     /* a CUPTI call failed */
+	DEV_ST_SYNTHETIC = 5,	     /* test mode: attached without CUPTI (tests/workloads/inject) */
+};
+
+/* The library's sampling settings, at the address status() passes; gpubpf may write it
+ * (process_vm_writev) while attached. Read by the library a few times a second. */
+#define DEV_CONFIG_MAGIC 0x67626366u /* "gbcf" */
+struct dev_config {
+	__u32 magic;
+	__u32 version;
+	__u32 max_rate;	 /* sampled launches+copies per second; 0: follow every one */
+	__u32 window_ms; /* sampling windows: window_ms of every period_ms (window >= period: always) */
+	__u32 period_ms;
+	__u32 seq; /* bumped by each write */
+};
+
+/* BPF -> userspace ring buffer events (rare: names and status changes). */
+enum dev_event_type {
+	DEV_EV_NAME = 1,
+	DEV_EV_STATUS = 2,
+};
+
+struct dev_event {
+	__u32 type;
+	__u32 tgid;
+	__u32 id; /* name id, or status code */
+	__u32 pad;
+	__u64 addr; /* status: address of the library's struct dev_config */
+	char text[DEV_NAME_MAX];
+};
+
+/* In-kernel aggregation of joined records, double-buffered like the other tracers. */
+struct dev_key {
+	__u32 tgid;
+	__u32 tid;
+	__s32 ustack;  /* id in launch_stacks (not double-buffered: records arrive late) */
+	__u32 cbinfo;  /* launching API function */
+	__u32 kind;    /* enum dev_kind */
+	__u32 name_id; /* kernels */
+	__u32 dir;     /* copies */
+	__u32 device;
+	__u32 stream;
+	__u32 graph_id;
+};
+
+struct dev_val {
+	__u64 ns;    /* device time, end - start */
+	__u64 count; /* records */
+	__u64 bytes;
+};
+
+/* Per target: the latest counters a batch carried. */
+struct dev_proc {
+	struct dev_counters ctr;
+	__u64 batches;
+	__u64 records;	/* records read */
+	__u64 unjoined; /* records whose launch stack was not (or no longer) known */
+	__u64 invalid;	/* records with a bad kind, or batches with a bad header */
+};
+
+/* What the launch probe left for the records to find. */
+struct dev_launch_key {
+	__u32 tgid;
+	__u32 corr;
+};
+
+struct dev_launch {
+	__u32 tid;
+	__s32 ustack;
+	__u32 cbinfo;
+	__u32 pad;
+};
+
+#endif /* GPUBPF_CUPTI_H */

@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: MIT
+/* Drives libgpubpf_inject.so without a GPU, through its production path.
+ *
+ *   producer synth [REPEAT]   attach with the synthetic backend (no CUPTI), wait for a
+ *                             gpubpf session, then deliver CUPTI callbacks and CUPTI
+ *                             activity records (real CUpti_* structs) from known call sites
+ *   producer idle SECONDS     what the driver does: InitializeInjection() with the CUPTI
+ *                             backend, then CPU work; the job must run on, session or not
+ *
+ * synth's expected values are printed on one line, "producer: key=value ...", and the
+ * end-to-end test reads them from there (never from its own constants):
+ *   site_kernel_a: REPEAT cudaLaunchKernel (runtime, with the nested cuLaunchKernel that
+ *                  the runtime makes, under another correlation id), kernel _Z8kernel_aPfi
+ *                  of 1000 ns on device 0 stream 7; its records carry the inner id
+ *   site_kernel_b: REPEAT cuLaunchKernel (driver), _ZN4test8kernel_bEv 2500 ns, device 1 stream 9
+ *   site_graph:    REPEAT cudaGraphLaunch, 3 kernels graph_node_kernel of 300 ns, graph id 42
+ *   site_copies:   REPEAT cudaMemcpyAsync HtoD 4096 bytes 700 ns and cudaMemsetAsync 128 ns
+ *   unsampled:     records of REPEAT correlation ids no callback announced: dropped */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cupti.h>
+
+#include "../../../bpf/cupti.h" /* enum dev_status */
+
+int gpubpf_inject_test_start(void);
+int gpubpf_inject_test_state(void);
+const char *gpubpf_inject_test_status(void);
+void gpubpf_inject_test_callback(uint32_t domain, uint32_t cbid, const CUpti_CallbackData *cb);
+int gpubpf_inject_test_buffer(const uint8_t *buf, size_t valid);
+int InitializeInjection(void);
+
+static uint32_t next_corr = 1000;
+static uint64_t clock_ns = 1000000000ull;
+static uint8_t buffer[1 << 20];
+static size_t buf_used;
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+/* One API callback pair as CUPTI delivers it; inner runs between enter and exit. */
+static void api(uint32_t domain, uint32_t cbid, const char *fn, uint32_t corr, void (*inner)(void))
+{
+	CUpti_CallbackData cb;
+
+	memset(&cb, 0, sizeof(cb));
+	cb.functionName = fn;
+	cb.correlationId = corr;
+	cb.callbackSite = CUPTI_API_ENTER;
+	gpubpf_inject_test_callback(domain, cbid, &cb);
+	if (inner)
+		inner();
+	cb.callbackSite = CUPTI_API_EXIT;
+	gpubpf_inject_test_callback(domain, cbid, &cb);
+}
+
+static void *append(size_t size)
+{
+	void *p = buffer + buf_used;
+
+	buf_used += (size + 7) & ~(size_t)7;
+	if (buf_used > sizeof(buffer)) {
+		fprintf(stderr, "producer: buffer overflow\n");
+		exit(2);
+	}
+	memset(p, 0, size);
+	return p;
+}
+
+static void kernel_rec(uint32_t corr, const char *name, uint64_t dur, uint32_t dev, uint32_t stream, uint32_t graph)
+{
+	CUpti_ActivityKernel10 *k = append(sizeof(*k));
+
+	k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+	k->correlationId = corr;
+	k->name = name;
+	k->start = clock_ns;
+	k->end = clock_ns + dur;
+	k->deviceId = dev;
+	k->streamId = stream;
+	k->graphId = graph;
+	clock_ns += dur + 10;
+}
+
+static void memcpy_rec(uint32_t corr, uint32_t kind, uint64_t bytes, uint64_t dur)
+{
+	CUpti_ActivityMemcpy6 *m = append(sizeof(*m));
+
+	m->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+	m->correlationId = corr;
+	m->copyKind = (uint8_t)kind;
+	m->bytes = bytes;
+	m->start = clock_ns;
+	m->end = clock_ns + dur;
+	m->streamId = 7;
+	clock_ns += dur + 10;
+}
+
+static void memset_rec(uint32_t corr, uint64_t bytes, uint64_t dur)
+{
+	CUpti_ActivityMemset4 *m = append(sizeof(*m));
+
+	m->kind = CUPTI_ACTIVITY_KIND_MEMSET;
+	m->correlationId = corr;
+	m->bytes = bytes;
+	m->start = clock_ns;
+	m->end = clock_ns + dur;
+	m->streamId = 7;
+	clock_ns += dur + 10;
+}
+
+static const char *const KA = "_Z8kernel_aPfi", *const KB = "_ZN4test8kernel_bEv", *const KG = "graph_node_kernel";
+static uint32_t inner_corr;
+
+static void driver_inside_runtime(void)
+{
+	inner_corr = next_corr++;
+	api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel", inner_corr, NULL);
+}
+
+__attribute__((noinline)) static void site_kernel_a(void)
+{
+	api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel",
+	    next_corr++, driver_inside_runtime);
+	kernel_rec(inner_corr, KA, 1000, 0, 7, 0);
+}
+
+__attribute__((noinline)) static void site_kernel_b(void)
+{
+	uint32_t corr = next_corr++;
+
+	api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel", corr, NULL);
+	kernel_rec(corr, KB, 2500, 1, 9, 0);
+}
+
+__attribute__((noinline)) static void site_graph(void)
+{
+	uint32_t corr = next_corr++;
+
+	api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, "cudaGraphLaunch", corr,
+	    NULL);
+	for (int i = 0; i < 3; i++)
+		kernel_rec(corr, KG, 300, 0, 7, 42);
+}
+
+__attribute__((noinline)) static void site_copies(void)
+{
+	uint32_t c1 = next_corr++, c2;
+
+	api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, "cudaMemcpyAsync", c1, NULL);
+	memcpy_rec(c1, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 4096, 700);
+	c2 = next_corr++;
+	api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, "cudaMemsetAsync", c2, NULL);
+	memset_rec(c2, 128, 128);
+}
+
+static int synth(int repeat)
+{
+	int waited = 0;
+
+	if (gpubpf_inject_test_start()) {
+		fprintf(stderr, "producer: cannot start the library\n");
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	/* Until a session attaches (the library's watcher sees the semaphores). */
+	while (gpubpf_inject_test_state() != DEV_ST_SYNTHETIC) {
+		if (waited++ > 300) {
+			fprintf(stderr, "producer: no gpubpf session attached in 30 s\n");
+			return 1;
+		}
+		sleep_ms(100);
+	}
+	/* Let gpubpf see the library's status and write its sampling settings first. */
+	sleep_ms(1200);
+	for (int i = 0; i < repeat; i++) {
+		site_kernel_a();
+		site_kernel_b();
+		site_graph();
+		site_copies();
+		/* Records of launches nobody followed (ids never announced): dropped. */
+		kernel_rec(900000 + (uint32_t)i, KA, 5000, 0, 7, 0);
+		if (buf_used > sizeof(buffer) / 2) {
+			gpubpf_inject_test_buffer(buffer, buf_used);
+			buf_used = 0;
+		}
+	}
+	gpubpf_inject_test_buffer(buffer, buf_used);
+	buf_used = 0;
+	printf("producer: kernel_a_ns=%d kernel_b_ns=%d graph_ns=%d htod_ns=%d memset_ns=%d kernel_a=%d kernel_b=%d "
+	       "graph_kernels=%d copies=%d dropped=%d total_kernel_ns=%d total_copy_ns=%d\n",
+	       1000 * repeat, 2500 * repeat, 900 * repeat, 700 * repeat, 128 * repeat, repeat, repeat, 3 * repeat,
+	       2 * repeat, repeat, (1000 + 2500 + 900) * repeat, (700 + 128) * repeat);
+	fflush(stdout);
+	/* Stay a moment so gpubpf symbolizes the call sites while the process lives. */
+	sleep_ms(1500);
+	return 0;
+}
+
+static volatile uint64_t sink;
+
+static int idle(double seconds)
+{
+	struct timespec t0, t;
+	uint64_t iters = 0;
+
+	if (InitializeInjection() != 1) {
+		fprintf(stderr, "producer: InitializeInjection failed\n");
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		for (int i = 0; i < 100000; i++)
+			sink += (uint64_t)i * 2654435761u;
+		iters++;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 < seconds);
+	printf("idle: iterations=%llu state=%d status=%s\n", (unsigned long long)iters, gpubpf_inject_test_state(),
+	       gpubpf_inject_test_status());
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc >= 2 && strcmp(argv[1], "synth") == 0)
+		return synth(argc >= 3 ? atoi(argv[2]) : 10);
+	if (argc >= 3 && strcmp(argv[1], "idle") == 0)
+		return idle(atof(argv[2]));
+	fprintf(stderr, "usage: producer synth [REPEAT] | producer idle SECONDS\n");
+	return 2;
+}

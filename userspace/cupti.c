@@ -1,0 +1,690 @@
+// SPDX-License-Identifier: MIT
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "../bpf/cupti.h"
+#include "cupti.h"
+#include "cupti.skel.h"
+#include "demangle.h"
+#include "hmap.h"
+#include "log.h"
+#include "objscan.h"
+#include "procmaps.h"
+#include "procs.h"
+#include "stacks.h"
+
+#define MAX_SCAN_PIDS 4096
+#define MAX_RANGES 32
+#define LIB_NAME "libgpubpf_inject.so"
+
+/* hmap key spaces (third key word) */
+enum { HK_NAME = 0, HK_STATUS = 1, HK_RANGES = 2, HK_LIB = 3, HK_TEXT = 4 };
+
+struct ranges {
+	int n;
+	struct cupti_range r[MAX_RANGES];
+};
+
+struct cupti_tracer {
+	struct session *s;
+	struct cupti_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link **links;
+	size_t nlinks, caplinks;
+	struct hmap scanned; /* objscan: (pid or 0, dev, inode) */
+	struct hmap tab;     /* (tgid, id, HK_NAME) -> char *; (tgid, 0, HK_STATUS) -> code;
+			      * (tgid, 0, HK_TEXT) -> char *; (tgid, 0, HK_RANGES) -> struct ranges *;
+			      * (tgid, 0, HK_LIB) -> 1 */
+	int objects;
+	uint32_t max_rate;
+	uint64_t kernels, copies, kernel_ns, copy_ns;
+	char reason[512];
+};
+
+/* ---- helpers (unit tested) ------------------------------------------------------------- */
+
+bool cupti__internal_object(const char *base)
+{
+	static const char *const prefixes[] = {"libgpubpf_inject", "libcupti", "libcuda.so", "libcudart.so"};
+
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0)
+			return true;
+	return false;
+}
+
+int cupti__internal_frames(const uint64_t *ips, int n, const struct cupti_range *r, int nr)
+{
+	int last = -1;
+
+	/* The deepest (rootmost) internal frame of the leaf-side run: everything up to it is
+	 * the API's and CUPTI's machinery; the user's frames start after it. */
+	for (int i = 0; i < n; i++) {
+		bool in = false;
+
+		for (int j = 0; j < nr && !in; j++)
+			in = ips[i] >= r[j].lo && ips[i] < r[j].hi;
+		if (!in)
+			break;
+		last = i;
+	}
+	return last + 1;
+}
+
+double cupti__scale(uint64_t seen, uint64_t sampled)
+{
+	if (!sampled || seen <= sampled)
+		return 1.0;
+	return (double)seen / (double)sampled;
+}
+
+/* ---- events ------------------------------------------------------------------------------ */
+
+static void put_str(struct hmap *m, uint64_t a, uint64_t b, uint64_t c, const char *text)
+{
+	uint64_t old;
+	char *d = strdup(text);
+
+	if (!d)
+		return;
+	if (hmap__get(m, a, b, c, &old))
+		free((char *)(uintptr_t)old);
+	if (hmap__put(m, a, b, c, (uint64_t)(uintptr_t)d))
+		free(d);
+}
+
+static const char *get_str(const struct hmap *m, uint64_t a, uint64_t b, uint64_t c)
+{
+	uint64_t v;
+
+	return hmap__get(m, a, b, c, &v) ? (const char *)(uintptr_t)v : NULL;
+}
+
+/* Write the sampling settings into the library, at the address its status probe gave.
+ * The address comes from the target: check that a config of ours is there first. */
+static void write_config(struct cupti_tracer *c, uint32_t tgid, uint64_t addr)
+{
+	struct dev_config cur, want;
+	struct iovec l = {&cur, sizeof(cur)}, r = {(void *)(uintptr_t)addr, sizeof(cur)};
+
+	if (!addr || process_vm_readv((pid_t)tgid, &l, 1, &r, 1, 0) != (ssize_t)sizeof(cur) ||
+	    cur.magic != DEV_CONFIG_MAGIC || cur.version != 1)
+		return;
+	want = cur;
+	want.max_rate = c->max_rate;
+	want.window_ms = 1000;
+	want.period_ms = 1000;
+	want.seq = cur.seq + 1;
+	l.iov_base = &want;
+	if (process_vm_writev((pid_t)tgid, &l, 1, &r, 1, 0) != (ssize_t)sizeof(want))
+		pr_debug("pid %u: cannot set the injection library's sampling: %s", tgid, strerror(errno));
+}
+
+static int on_event(void *ctx, void *data, size_t len)
+{
+	struct cupti_tracer *c = ctx;
+	struct dev_event ev, *e = &ev;
+
+	if (len < sizeof(*e))
+		return 0;
+	/* The ring buffer is mapped read-only: terminate the text in a copy. */
+	memcpy(e, data, sizeof(*e));
+	e->text[sizeof(e->text) - 1] = '\0';
+	switch (e->type) {
+	case DEV_EV_NAME:
+		put_str(&c->tab, e->tgid, e->id, HK_NAME, e->text);
+		break;
+	case DEV_EV_STATUS:
+		hmap__put(&c->tab, e->tgid, 0, HK_STATUS, e->id);
+		put_str(&c->tab, e->tgid, 0, HK_TEXT, e->text);
+		pr_debug("pid %u: injection library: %s", e->tgid, e->text);
+		if (e->id == DEV_ST_ATTACHED || e->id == DEV_ST_SYNTHETIC)
+			write_config(c, e->tgid, e->addr);
+		else if (e->id != DEV_ST_IDLE)
+			pr_warn("pid %u: no device time: the injection library stays idle: %s", e->tgid, e->text);
+		break;
+	}
+	return 0;
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------- */
+
+static void on_change(void *ctx, int pid);
+
+static int ensure_type(struct session *s, int *idx, const char *type)
+{
+	int i = profile__find_type(s->prof, type);
+
+	if (i < 0)
+		i = profile__add_type(s->prof, type, "nanoseconds");
+	if (i < 0)
+		return i;
+	*idx = i;
+	return 0;
+}
+
+struct cupti_tracer *cupti__new(struct session *s, int targets_fd, int comms_fd)
+{
+	struct cupti_tracer *c = calloc(1, sizeof(*c));
+	int err;
+
+	if (!c)
+		return NULL;
+	c->s = s;
+	err = ensure_type(s, &s->t_gpu_kernel_ns, "gpu_kernel_time");
+	if (!err)
+		err = ensure_type(s, &s->t_gpu_memcpy_ns, "gpu_memcpy_time");
+	if (err) {
+		pr_err("cannot add the device time sample types: %s", strerror(-err));
+		goto fail;
+	}
+	c->skel = cupti_bpf__open();
+	if (!c->skel) {
+		err = -errno;
+		pr_err("cannot open the device time BPF object: %s", strerror(-err));
+		goto fail;
+	}
+	c->skel->rodata->trace_all = s->opts->all;
+	c->skel->rodata->self_tgid = (__u32)getpid();
+	err = bpf_map__reuse_fd(c->skel->maps.targets, targets_fd);
+	if (!err)
+		err = bpf_map__reuse_fd(c->skel->maps.comms, comms_fd);
+	if (err) {
+		pr_err("cannot share the target map with the device time tracer: %s", strerror(-err));
+		goto fail;
+	}
+	err = cupti_bpf__load(c->skel);
+	if (err) {
+		pr_err("cannot load the device time BPF programs: %s (run with -v for the verifier log)",
+		       strerror(-err));
+		goto fail;
+	}
+	c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.dev_events), on_event, c, NULL);
+	if (!c->rb) {
+		err = -errno;
+		pr_err("cannot read the device time events: %s", strerror(-err));
+		goto fail;
+	}
+	cupti__set_budget(c, s->opts->budget, 5e-6, s->opts->exact);
+	err = procs__add_on_change(s->procs, on_change, c);
+	if (err) {
+		pr_err("cannot follow the targets' loads for device time: %s", strerror(-err));
+		goto fail;
+	}
+	return c;
+fail:
+	cupti__free(c);
+	errno = -err;
+	return NULL;
+}
+
+void cupti__detach(struct cupti_tracer *c)
+{
+	/* The library sees its semaphores drop and returns to idle on its own. */
+	if (c->rb)
+		ring_buffer__consume(c->rb);
+	for (size_t i = 0; i < c->nlinks; i++)
+		bpf_link__destroy(c->links[i]);
+	c->nlinks = 0;
+}
+
+void cupti__free(struct cupti_tracer *c)
+{
+	if (!c)
+		return;
+	if (c->skel)
+		cupti__detach(c);
+	free(c->links);
+	ring_buffer__free(c->rb);
+	hmap_for_each(&c->tab, e)
+	{
+		if (e->k[2] == HK_NAME || e->k[2] == HK_TEXT || e->k[2] == HK_RANGES)
+			free((void *)(uintptr_t)e->val);
+	}
+	hmap__clear(&c->tab);
+	hmap__clear(&c->scanned);
+	cupti_bpf__destroy(c->skel);
+	free(c);
+}
+
+void cupti__set_budget(struct cupti_tracer *c, double budget_pct, double cost_per_hit, bool exact)
+{
+	double r;
+
+	if (exact) {
+		c->max_rate = 0;
+		return;
+	}
+	if (cost_per_hit <= 0)
+		cost_per_hit = 5e-6;
+	r = budget_pct / 100 / cost_per_hit / 2;
+	c->max_rate = r < 10 ? 10 : r > 1e6 ? 1000000 : (uint32_t)r;
+}
+
+/* ---- attaching ------------------------------------------------------------------------- */
+
+static int add_link(struct cupti_tracer *c, struct bpf_link *l)
+{
+	if (c->nlinks == c->caplinks) {
+		size_t ncap = c->caplinks ? c->caplinks * 2 : 16;
+		struct bpf_link **n = realloc(c->links, ncap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		c->links = n;
+		c->caplinks = ncap;
+	}
+	c->links[c->nlinks++] = l;
+	return 0;
+}
+
+static void scan_object(void *ctx, int pid, int fd, const char *shown)
+{
+	struct cupti_tracer *c = ctx;
+	/* launch last: the library turns on when launch's and records' semaphores are both
+	 * up, and by then name and status are listening too. */
+	const struct {
+		struct bpf_program *prog;
+		const char *name;
+	} probes[] = {
+	    {c->skel->progs.dev_name, "name"},
+	    {c->skel->progs.dev_status, "status"},
+	    {c->skel->progs.dev_records, "records"},
+	    {c->skel->progs.dev_launch, "launch"},
+	};
+	const char *base = strrchr(shown, '/');
+	char path[64];
+	int attach_pid = c->s->opts->all ? -1 : pid;
+
+	base = base ? base + 1 : shown;
+	if (strncmp(base, "libgpubpf_inject", 16) != 0)
+		return;
+	/* The kernel resolves this magic link to exactly the file objscan opened inside the
+	 * target's root. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
+		struct bpf_link *l =
+		    bpf_program__attach_usdt(probes[i].prog, attach_pid, path, DEV_PROVIDER, probes[i].name, NULL);
+
+		if (!l) {
+			pr_warn("pid %d: cannot attach to the injection library's %s probe in %s: %s", pid,
+				probes[i].name, shown, strerror(errno));
+			return;
+		}
+		if (add_link(c, l)) {
+			bpf_link__destroy(l);
+			return;
+		}
+	}
+	hmap__put(&c->tab, (uint64_t)pid, 0, HK_LIB, 1);
+	c->objects++;
+	pr_debug("pid %d: device timing through %s", pid, shown);
+}
+
+static void forget_ranges(struct cupti_tracer *c, int pid)
+{
+	uint64_t v;
+
+	if (hmap__get(&c->tab, (uint64_t)pid, 0, HK_RANGES, &v)) {
+		free((void *)(uintptr_t)v);
+		hmap__put(&c->tab, (uint64_t)pid, 0, HK_RANGES, 0);
+	}
+}
+
+static void scan_pid(struct cupti_tracer *c, int pid)
+{
+	objscan__pid(pid, c->s->opts->all ? 0 : pid, &c->scanned, scan_object, c);
+}
+
+static void on_change(void *ctx, int pid)
+{
+	struct cupti_tracer *c = ctx;
+
+	scan_pid(c, pid);
+	/* New objects are mapped: the trimming ranges are read again at the next drain. */
+	forget_ranges(c, pid);
+}
+
+int cupti__scan(struct cupti_tracer *c)
+{
+	static int pids[MAX_SCAN_PIDS];
+	int n = procs__live_pids(c->s->procs, pids, MAX_SCAN_PIDS);
+
+	for (int i = 0; i < n; i++)
+		scan_pid(c, pids[i]);
+	ring_buffer__consume(c->rb);
+	return 0;
+}
+
+/* ---- draining -------------------------------------------------------------------------- */
+
+/* The executable mappings of the objects between the user's call and the probe. */
+static const struct ranges *ranges_of(struct cupti_tracer *c, uint32_t tgid)
+{
+	struct ranges *rg;
+	char path[64], line[4096];
+	uint64_t v;
+	FILE *f;
+
+	if (hmap__get(&c->tab, tgid, 0, HK_RANGES, &v) && v)
+		return (const struct ranges *)(uintptr_t)v;
+	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
+	f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	rg = calloc(1, sizeof(*rg));
+	if (!rg) {
+		fclose(f);
+		return NULL;
+	}
+	while (fgets(line, sizeof(line), f) && rg->n < MAX_RANGES) {
+		struct procmaps_entry e;
+		char name[256];
+		const char *b;
+		size_t len;
+
+		if (procmaps__parse_line(line, strlen(line), &e) || !e.exec || !e.path)
+			continue;
+		len = e.path_len < sizeof(name) - 1 ? e.path_len : sizeof(name) - 1;
+		memcpy(name, e.path, len);
+		name[len] = '\0';
+		b = strrchr(name, '/');
+		b = b ? b + 1 : name;
+		if (cupti__internal_object(b))
+			rg->r[rg->n++] = (struct cupti_range){e.start, e.end};
+	}
+	fclose(f);
+	if (hmap__put(&c->tab, tgid, 0, HK_RANGES, (uint64_t)(uintptr_t)rg)) {
+		free(rg);
+		return NULL;
+	}
+	return rg;
+}
+
+static const char *dir_frame(uint32_t dir)
+{
+	static const char *const names[] = {"[memcpy HtoH]", "[memcpy HtoD]",	 "[memcpy DtoH]",
+					    "[memcpy DtoD]", "[memcpy default]", "[memset]"};
+
+	return dir < sizeof(names) / sizeof(names[0]) ? names[dir] : "[memcpy default]";
+}
+
+static int add_dev_sample(struct cupti_tracer *c, const struct dev_key *k, const struct dev_val *v,
+			  const struct dev_proc *p)
+{
+	struct session *s = c->s;
+	struct prof_frame leaf[2];
+	struct prof_label extra[3];
+	uint64_t ips[STACKS_MAX_DEPTH];
+	char kbuf[48], dbuf[16], sbuf[16], gbuf[16], *owned = NULL;
+	const char *name, *api;
+	int nleaf = 0, nextra = 0, n, trunc = 0, skip = 0, err;
+	double scale;
+
+	SESSION_VALUES(values);
+	if (k->kind == DEV_KERNEL) {
+		scale = p ? cupti__scale(p->ctr.launches_seen, p->ctr.launches_sampled) : 1;
+		values[s->t_gpu_kernel_ns] = llround((double)v->ns * scale);
+		name = k->name_id ? get_str(&c->tab, k->tgid, k->name_id, HK_NAME) : NULL;
+		leaf[nleaf] = (struct prof_frame){.kind = PROF_FRAME_SYNTH, .addr = k->name_id};
+		if (name) {
+			owned = demangle(name);
+			leaf[nleaf].name = owned ? owned : name;
+			leaf[nleaf].sys_name = name;
+		} else {
+			snprintf(kbuf, sizeof(kbuf), "[cuda kernel #%u]", k->name_id);
+			leaf[nleaf].name = kbuf;
+		}
+		nleaf++;
+		c->kernels += v->count;
+		c->kernel_ns += v->ns;
+	} else {
+		scale = p ? cupti__scale(p->ctr.copies_seen, p->ctr.copies_sampled) : 1;
+		values[s->t_gpu_memcpy_ns] = llround((double)v->ns * scale);
+		leaf[nleaf++] = (struct prof_frame){.kind = PROF_FRAME_SYNTH,
+						    .name = dir_frame(k->kind == DEV_MEMSET ? DEV_DIR_MEMSET : k->dir)};
+		c->copies += v->count;
+		c->copy_ns += v->ns;
+	}
+	api = k->cbinfo ? get_str(&c->tab, k->tgid, DEV_NAME_API | k->cbinfo, HK_NAME) : NULL;
+	if (api)
+		leaf[nleaf++] = (struct prof_frame){.kind = PROF_FRAME_SYNTH, .name = api};
+	snprintf(dbuf, sizeof(dbuf), "%u", k->device);
+	extra[nextra++] = (struct prof_label){.key = "cuda_device", .str = dbuf};
+	snprintf(sbuf, sizeof(sbuf), "%u", k->stream);
+	extra[nextra++] = (struct prof_label){.key = "cuda_stream", .str = sbuf};
+	if (k->graph_id) {
+		snprintf(gbuf, sizeof(gbuf), "%u", k->graph_id);
+		extra[nextra++] = (struct prof_label){.key = "cuda_graph", .str = gbuf};
+	}
+
+	n = stacks__read(bpf_map__fd(c->skel->maps.launch_stacks), k->ustack, ips, &trunc);
+	s->truncated_stacks += (uint64_t)trunc;
+	if (n > 0) {
+		const struct ranges *rg = ranges_of(c, k->tgid);
+
+		skip = rg ? cupti__internal_frames(ips, n, rg->r, rg->n) : 0;
+		if (skip >= n)
+			skip = 0; /* nothing of the user's: keep what there is */
+		n -= skip;
+		/* ips[skip] is a return address into the user's call: back into the call. */
+		if (skip)
+			ips[skip] -= 1;
+	}
+	err = session__add_stack_sample(s, k->tgid, k->tid, NULL, 0, ips + skip, n, leaf, nleaf, extra, nextra, values);
+	free(owned);
+	return err;
+}
+
+static int drain_buffer(struct cupti_tracer *c, unsigned buf)
+{
+	int counts_fd = bpf_map__fd(buf ? c->skel->maps.dcounts1 : c->skel->maps.dcounts0);
+	int procs_fd = bpf_map__fd(c->skel->maps.dev_procs);
+	struct dev_key key, next, *prev = NULL;
+	struct dev_val val;
+	int err = 0;
+
+	while (bpf_map_get_next_key(counts_fd, prev, &next) == 0) {
+		struct dev_proc p;
+		bool have_p;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(counts_fd, &key, &val) || !val.count)
+			continue;
+		if (c->s->opts->all)
+			procs__note_pid(c->s->procs, (int)key.tgid);
+		have_p = bpf_map_lookup_elem(procs_fd, &key.tgid, &p) == 0;
+		err = add_dev_sample(c, &key, &val, have_p ? &p : NULL);
+		if (err)
+			break;
+	}
+	stacks__clear(counts_fd, sizeof(struct dev_key));
+	return err;
+}
+
+int cupti__drain(struct cupti_tracer *c, bool final)
+{
+	unsigned old = c->skel->bss->buf_active & 1;
+	struct timespec ts = {0, 2 * 1000 * 1000};
+	int err;
+
+	/* Names first: the records about to be drained may use them. */
+	ring_buffer__consume(c->rb);
+	c->skel->bss->buf_active = !old;
+	nanosleep(&ts, NULL);
+	err = drain_buffer(c, old);
+	if (!err && final) {
+		ring_buffer__consume(c->rb);
+		c->skel->bss->buf_active = old;
+		nanosleep(&ts, NULL);
+		err = drain_buffer(c, !old);
+	}
+	return err;
+}
+
+/* ---- reporting ------------------------------------------------------------------------- */
+
+void cupti__stats(struct cupti_tracer *c, struct cupti_stats *out)
+{
+	int procs_fd = bpf_map__fd(c->skel->maps.dev_procs), fd = bpf_map__fd(c->skel->maps.stats);
+	__u32 k, nk, *prev = NULL;
+	struct dev_proc p;
+
+	memset(out, 0, sizeof(*out));
+	while (bpf_map_get_next_key(procs_fd, prev, &nk) == 0) {
+		k = nk;
+		prev = &k;
+		if (bpf_map_lookup_elem(procs_fd, &k, &p))
+			continue;
+		out->launches_seen += p.ctr.launches_seen;
+		out->launches_sampled += p.ctr.launches_sampled;
+		out->copies_seen += p.ctr.copies_seen;
+		out->copies_sampled += p.ctr.copies_sampled;
+		out->dropped_unsampled += p.ctr.dropped_unsampled;
+		out->lost += p.ctr.lost;
+		out->unjoined += p.unjoined;
+		out->invalid += p.invalid;
+	}
+	hmap_for_each(&c->tab, e)
+	{
+		if (e->k[2] == HK_STATUS && (e->val == DEV_ST_ATTACHED || e->val == DEV_ST_SYNTHETIC))
+			out->attached++;
+	}
+	out->kernels = c->kernels;
+	out->copies = c->copies;
+	out->kernel_ns = c->kernel_ns;
+	out->copy_ns = c->copy_ns;
+	out->lost_stacks = stacks__stat(fd, STAT_USTACK_LOST) + stacks__stat(fd, STAT_STACK_FULL);
+	out->map_full = stacks__stat(fd, STAT_MAP_FULL);
+	out->lost_events = c->skel->bss->lost_events;
+	out->objects = c->objects;
+	out->max_rate = c->max_rate;
+}
+
+const char *cupti__unavailable_reason(struct cupti_tracer *c)
+{
+	const char *lib = cupti__library_path();
+	const char *why = NULL;
+
+	ring_buffer__consume(c->rb);
+	if (c->kernels || c->copies)
+		return NULL;
+	if (!c->objects) {
+		snprintf(c->reason, sizeof(c->reason),
+			 "no target had the injection library loaded (start the job with CUDA_INJECTION64_PATH=%s)",
+			 lib ? lib : "/path/to/libgpubpf_inject.so");
+		return c->reason;
+	}
+	hmap_for_each(&c->tab, e)
+	{
+		if (e->k[2] != HK_STATUS)
+			continue;
+		if (e->val == DEV_ST_ATTACHED || e->val == DEV_ST_SYNTHETIC)
+			return NULL; /* attached: no device work ran, which the counts say */
+		why = get_str(&c->tab, e->k[0], 0, HK_TEXT);
+	}
+	if (why)
+		snprintf(c->reason, sizeof(c->reason), "the injection library stayed idle: %s", why);
+	else
+		snprintf(c->reason, sizeof(c->reason),
+			 "the injection library is loaded but never attached (the target did not initialize CUDA "
+			 "during the recording)");
+	return c->reason;
+}
+
+int cupti__add_comments(struct cupti_tracer *c)
+{
+	const char *why = cupti__unavailable_reason(c);
+	struct cupti_stats st;
+	char rate[32];
+
+	if (why)
+		return profile__add_comment(c->s->prof, "gpu: device time unavailable: %s", why);
+	cupti__stats(c, &st);
+	if (st.max_rate)
+		snprintf(rate, sizeof(rate), "at most %u/s", st.max_rate);
+	else
+		snprintf(rate, sizeof(rate), "every call");
+	return profile__add_comment(
+	    c->s->prof,
+	    "gpu: device time from CUPTI (libgpubpf_inject.so) in %d of %d targets: %" PRIu64
+	    " kernels (%.3f ms), %" PRIu64 " copies/memsets (%.3f ms) measured; sampled (%s) %" PRIu64 " of %" PRIu64
+	    " launches and %" PRIu64 " of %" PRIu64
+	    " copies; gpu_kernel_time and gpu_memcpy_time are scaled by seen/sampled per process "
+	    "to estimate the whole recording; %" PRIu64 " records of unsampled launches dropped, %" PRIu64
+	    " lost, %" PRIu64 " without a launch stack, %" PRIu64 " invalid",
+	    st.attached, st.objects, st.kernels, (double)st.kernel_ns / 1e6, st.copies, (double)st.copy_ns / 1e6, rate,
+	    st.launches_sampled, st.launches_seen, st.copies_sampled, st.copies_seen, st.dropped_unsampled, st.lost,
+	    st.unjoined, st.invalid);
+}
+
+void cupti__summary(struct cupti_tracer *c, char *buf, size_t len)
+{
+	const char *why = cupti__unavailable_reason(c);
+	struct cupti_stats st;
+
+	if (why) {
+		snprintf(buf, len, ", device time unavailable (%s)", why);
+		return;
+	}
+	cupti__stats(c, &st);
+	snprintf(buf, len, ", device time: %" PRIu64 " kernels %.3g ms, %" PRIu64 " copies %.3g ms%s", st.kernels,
+		 (double)st.kernel_ns / 1e6, st.copies, (double)st.copy_ns / 1e6,
+		 st.launches_sampled < st.launches_seen || st.copies_sampled < st.copies_seen ? " (sampled; scaled)"
+											      : "");
+}
+
+/* ---- starting a command with the library --------------------------------------------- */
+
+const char *cupti__library_path(void)
+{
+	static char path[PATH_MAX];
+	const char *e = getenv("GPUBPF_INJECT_LIB");
+	char exe[PATH_MAX - 32];
+	ssize_t n;
+	char *slash;
+
+	if (e && *e)
+		return access(e, R_OK) == 0 ? e : NULL;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return NULL;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return NULL;
+	*slash = '\0';
+	snprintf(path, sizeof(path), "%s/" LIB_NAME, exe);
+	return access(path, R_OK) == 0 ? path : NULL;
+}
+
+int cupti__prepare_command(void)
+{
+	const char *cur = getenv("CUDA_INJECTION64_PATH"), *lib = cupti__library_path();
+
+	if (cur && *cur) {
+		if (!lib || strcmp(cur, lib) != 0)
+			pr_warn("CUDA_INJECTION64_PATH is already set (%s): keeping it; device time needs %s", cur,
+				lib ? lib : LIB_NAME);
+		return 0;
+	}
+	if (!lib) {
+		pr_debug("%s is not installed next to gpubpf: no device time", LIB_NAME);
+		return -ENOENT;
+	}
+	return setenv("CUDA_INJECTION64_PATH", lib, 1) ? -errno : 0;
+}

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/* What the watcher asks of the device side: attach, detach, flush. */
+#ifndef GPUBPF_INJECT_BACKEND_H
+#define GPUBPF_INJECT_BACKEND_H
+
+#include <stddef.h>
+
+#include "inject.h"
+
+struct inj_backend {
+	/* Returns enum dev_status (DEV_ST_ATTACHED, or why it stays idle, said in WHY). */
+	int (*attach)(struct inj_state *s, char *why, size_t len);
+	void (*detach)(void);
+	void (*flush)(void); /* deliver completed records now */
+};
+
+extern const struct inj_backend inj_cupti_backend;
+extern const struct inj_backend inj_synthetic_backend;
+extern struct inj_state inj;
+
+#endif /* GPUBPF_INJECT_BACKEND_H */

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: MIT
+/* libgpubpf_inject.so: entry point, USDT probes, and the watcher thread that attaches to
+ * CUPTI while a gpubpf session has the probes attached, and detaches when it goes.
+ *
+ * Idle (no session): InitializeInjection only starts the watcher. CUPTI is not loaded, no
+ * callback is subscribed, no activity kind is enabled: a CUDA call costs the process
+ * nothing at all. The watcher reads two USDT semaphores a few times a second; the kernel
+ * raises them while gpubpf's uprobes are attached and lowers them when the links go,
+ * also when gpubpf is killed, so the library returns to idle on its own. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Semaphores (see below), and every probe argument in a register: libbpf's USDT argument
+ * decoder knows registers and register+offset, not symbol(%rip) operands. */
+#define _SDT_HAS_SEMAPHORES 1
+#define STAP_SDT_ARG_CONSTRAINT r
+#include <sys/sdt.h>
+
+#include "backend.h"
+#include "inject.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* The kernel adds 1 for every uprobe attached with the semaphore's offset (libbpf passes
+ * it as ref_ctr_offset): non-zero exactly while some session listens. */
+EXPORT volatile unsigned short gpubpf_launch_semaphore __attribute__((section(".probes")));
+EXPORT volatile unsigned short gpubpf_records_semaphore __attribute__((section(".probes")));
+EXPORT volatile unsigned short gpubpf_name_semaphore __attribute__((section(".probes")));
+EXPORT volatile unsigned short gpubpf_status_semaphore __attribute__((section(".probes")));
+
+/* Sampling settings; gpubpf may overwrite them while attached (bpf/cupti.h). */
+EXPORT struct dev_config gpubpf_inject_config = {
+    .magic = DEV_CONFIG_MAGIC,
+    .version = 1,
+    .max_rate = 1000,
+    .window_ms = 1000,
+    .period_ms = 1000,
+};
+
+struct inj_state inj;
+static const struct inj_backend *backend = &inj_cupti_backend;
+static int state = DEV_ST_IDLE;
+static char status_text[256];
+static bool started;
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The probes. Arguments are plain integers and pointers: BPF reads them from registers
+ * (libbpf's USDT argument specs), and reads what pointers point to with bounded reads. */
+static void fire_launch(uint32_t corr, uint32_t cbinfo)
+{
+	DTRACE_PROBE2(gpubpf, launch, corr, cbinfo);
+}
+
+static void fire_batch(const struct dev_batch *b)
+{
+	if (gpubpf_records_semaphore)
+		DTRACE_PROBE1(gpubpf, records, b);
+}
+
+static void fire_name(uint32_t id, const char *name)
+{
+	if (gpubpf_name_semaphore)
+		DTRACE_PROBE2(gpubpf, name, id, name);
+}
+
+static void fire_status(void)
+{
+	if (gpubpf_status_semaphore)
+		DTRACE_PROBE3(gpubpf, status, state, status_text, &gpubpf_inject_config);
+}
+
+static const struct inj_ops usdt_ops = {
+    .launch = fire_launch,
+    .batch = fire_batch,
+    .name = fire_name,
+};
+
+static double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static bool session_present(void)
+{
+	return gpubpf_launch_semaphore && gpubpf_records_semaphore;
+}
+
+/* Follow at most max_rate calls a second: 1 in N, N from the rate seen in the last
+ * interval. A random 1-in-N keeps the estimate (seen/sampled x sampled time) unbiased. */
+static void plan_sampling(double now_ms, double *last_ms, uint64_t *last_seen)
+{
+	struct dev_config cfg = gpubpf_inject_config; /* one read: gpubpf may be writing it */
+	uint64_t seen = __atomic_load_n(&inj.ctr.launches_seen, __ATOMIC_RELAXED) +
+			__atomic_load_n(&inj.ctr.copies_seen, __ATOMIC_RELAXED);
+	double dt = (now_ms - *last_ms) / 1e3;
+	uint32_t n = 1;
+	bool open = true;
+
+	if (cfg.magic != DEV_CONFIG_MAGIC)
+		return;
+	if (dt > 0 && cfg.max_rate > 0) {
+		double rate = (double)(seen - *last_seen) / dt;
+		double want = rate / cfg.max_rate;
+
+		n = want > 1 ? (uint32_t)(want + 0.999) : 1;
+		if (n > 1u << 20)
+			n = 1u << 20;
+	}
+	if (cfg.period_ms > 0 && cfg.window_ms < cfg.period_ms)
+		open = (uint64_t)now_ms % cfg.period_ms < cfg.window_ms;
+	__atomic_store_n(&inj.every_n, n, __ATOMIC_RELAXED);
+	__atomic_store_n(&inj.window_open, open, __ATOMIC_RELAXED);
+	*last_ms = now_ms;
+	*last_seen = seen;
+}
+
+static void set_state(int st, const char *why)
+{
+	state = st;
+	snprintf(status_text, sizeof(status_text), "%s", why ? why : "");
+	if (st != DEV_ST_IDLE && st != DEV_ST_ATTACHED && st != DEV_ST_SYNTHETIC && getenv("GPUBPF_INJECT_DEBUG"))
+		fprintf(stderr, "gpubpf-inject: staying idle: %s\n", status_text);
+	fire_status();
+}
+
+/* One look at the semaphores; the watcher calls it a few times a second. */
+static void watch_once(double now, double *last_plan, uint64_t *last_seen, double *last_flush, bool *status_seen)
+{
+	bool present = session_present(), status_on = gpubpf_status_semaphore != 0;
+
+	if (present && state == DEV_ST_IDLE) {
+		char why[200] = "";
+		int st;
+
+		inj_new_epoch(&inj);
+		*last_plan = now;
+		*last_seen = inj.ctr.launches_seen + inj.ctr.copies_seen;
+		st = backend->attach(&inj, why, sizeof(why));
+		set_state(st, why);
+		*status_seen = status_on;
+	} else if (!present && state != DEV_ST_IDLE) {
+		if (state == DEV_ST_ATTACHED || state == DEV_ST_SYNTHETIC)
+			backend->detach();
+		set_state(DEV_ST_IDLE, "no gpubpf session");
+	}
+	if (state == DEV_ST_ATTACHED || state == DEV_ST_SYNTHETIC) {
+		if (now - *last_plan >= 200)
+			plan_sampling(now, last_plan, last_seen);
+		if (now - *last_flush >= 500) {
+			backend->flush();
+			*last_flush = now;
+		}
+	}
+	/* A second session (or one that attached status last) learns the state too. */
+	if (status_on && !*status_seen)
+		fire_status();
+	*status_seen = status_on;
+}
+
+static void *watcher(void *arg)
+{
+	double last_plan = 0, last_flush = 0;
+	uint64_t last_seen = 0;
+	bool status_seen = false;
+	sigset_t all;
+
+	(void)arg;
+	/* Never take the application's signals. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	prctl(PR_SET_NAME, "gpubpf-inject");
+	for (;;) {
+		/* 100 ms attached (timely records, windows), 250 ms idle (a few reads a second). */
+		struct timespec ts = {0, (state == DEV_ST_IDLE ? 250 : 100) * 1000000L};
+
+		nanosleep(&ts, NULL);
+		watch_once(mono_ms(), &last_plan, &last_seen, &last_flush, &status_seen);
+	}
+	return NULL;
+}
+
+static int start(void)
+{
+	pthread_attr_t a;
+	pthread_t t;
+	const char *e;
+	int err = 0;
+
+	pthread_mutex_lock(&start_lock);
+	if (started)
+		goto out;
+	e = getenv("GPUBPF_INJECT_MAX_RATE");
+	if (e && *e)
+		gpubpf_inject_config.max_rate = (uint32_t)strtoul(e, NULL, 10);
+	err = inj_state_init(&inj, &usdt_ops);
+	if (err)
+		goto out;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&a, 256 * 1024);
+	err = -pthread_create(&t, &a, watcher, NULL);
+	pthread_attr_destroy(&a);
+	if (err) {
+		inj_state_fini(&inj);
+		goto out;
+	}
+	started = true;
+out:
+	pthread_mutex_unlock(&start_lock);
+	return err;
+}
+
+/* Called by the CUDA driver (CUDA_INJECTION64_PATH) during cuInit. Returns 1 (success)
+ * even when it cannot start: the job must run on whatever happens here. */
+EXPORT int InitializeInjection(void)
+{
+	int err = start();
+
+	if (err && getenv("GPUBPF_INJECT_DEBUG"))
+		fprintf(stderr, "gpubpf-inject: cannot start: %s\n", strerror(-err));
+	return 1;
+}
+
+/* ---- test entry points (tests/workloads/inject) --------------------------------------
+ * A producer without a GPU drives the production path: the same watcher, probes,
+ * sampling and record handling, with a backend that needs no CUPTI. */
+
+EXPORT int gpubpf_inject_test_start(void)
+{
+	backend = &inj_synthetic_backend;
+	return start();
+}
+
+EXPORT int gpubpf_inject_test_state(void)
+{
+	return state;
+}
+
+EXPORT const char *gpubpf_inject_test_status(void)
+{
+	return status_text;
+}

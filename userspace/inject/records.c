@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: MIT
+/* The CUPTI-free core of the injection library: which calls are followed, which activity
+ * records are kept, and how they are batched for the records() probe. No CUPTI types
+ * here, so tests/unit/test_cupti.c exercises exactly this code. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inject.h"
+
+/* The launching thread's position in nested API calls: the runtime's cudaLaunchKernel
+ * calls cuLaunchKernel, and both get callbacks (with different correlation ids). */
+static __thread uint32_t tls_depth;
+static __thread bool tls_sampled;
+static __thread uint32_t tls_corr;
+static __thread uint32_t tls_domain, tls_cbid;
+static __thread uint64_t tls_rng;
+
+enum inj_api_class inj_classify(const char *name)
+{
+	static const struct {
+		const char *prefix;
+		enum inj_api_class cls;
+	} table[] = {
+	    {"cudaGraphLaunch", INJ_API_GRAPH}, {"cuGraphLaunch", INJ_API_GRAPH}, {"cudaLaunch", INJ_API_LAUNCH},
+	    {"cuLaunch", INJ_API_LAUNCH},	{"cudaMemcpy", INJ_API_COPY},	  {"cudaMemset", INJ_API_COPY},
+	    {"cuMemcpy", INJ_API_COPY},		{"cuMemset", INJ_API_COPY},
+	};
+
+	if (!name)
+		return INJ_API_NONE;
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+		size_t n = strlen(table[i].prefix);
+
+		if (strncmp(name, table[i].prefix, n) == 0) {
+			/* cudaLaunchHostFunc runs on the CPU: nothing to time on the device. */
+			if (strstr(name, "HostFunc"))
+				return INJ_API_NONE;
+			return table[i].cls;
+		}
+	}
+	return INJ_API_NONE;
+}
+
+uint32_t inj_copy_dir(uint32_t k)
+{
+	/* CUpti_ActivityMemcpyKind: 1 HtoD, 2 DtoH, 3 HtoA, 4 AtoH, 5 AtoA, 6 AtoD, 7 DtoA,
+	 * 8 DtoD, 9 HtoH, 10 PtoP (peer: device to device). Arrays count as device memory. */
+	switch (k) {
+	case 1:
+	case 3:
+		return DEV_DIR_HTOD;
+	case 2:
+	case 4:
+		return DEV_DIR_DTOH;
+	case 5:
+	case 6:
+	case 7:
+	case 8:
+	case 10:
+		return DEV_DIR_DTOD;
+	case 9:
+		return DEV_DIR_HTOH;
+	}
+	return DEV_DIR_OTHER;
+}
+
+int inj_state_init(struct inj_state *s, const struct inj_ops *ops)
+{
+	memset(s, 0, sizeof(*s));
+	s->ops = *ops;
+	s->every_n = 1;
+	s->window_open = true;
+	s->epoch = 1;
+	s->next_name = 1;
+	s->batch = calloc(1, sizeof(*s->batch) + DEV_BATCH_MAX * sizeof(struct dev_rec));
+	if (!s->batch)
+		return -ENOMEM;
+	s->batch->magic = DEV_BATCH_MAGIC;
+	s->batch->version = DEV_BATCH_VERSION;
+	pthread_mutex_init(&s->lock, NULL);
+	return 0;
+}
+
+void inj_state_fini(struct inj_state *s)
+{
+	if (!s->batch)
+		return;
+	free(s->batch);
+	s->batch = NULL;
+	pthread_mutex_destroy(&s->lock);
+}
+
+void inj_new_epoch(struct inj_state *s)
+{
+	/* Counters start again with each session: its seen/sampled ratio is its own. */
+	__atomic_store_n(&s->ctr.launches_seen, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->ctr.launches_sampled, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->ctr.copies_seen, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->ctr.copies_sampled, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->ctr.dropped_unsampled, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->ctr.lost, 0, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&s->epoch, 1, __ATOMIC_RELEASE);
+}
+
+static uint32_t rng_next(void)
+{
+	/* xorshift64*, seeded per thread from its stack address: cheap, and independent
+	 * of the launch sequence so periodic launch patterns do not alias with the rate. */
+	uint64_t x = tls_rng;
+
+	if (!x)
+		x = (uint64_t)(uintptr_t)&x * 0x9e3779b97f4a7c15ull | 1;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	tls_rng = x;
+	return (uint32_t)((x * 0x2545f4914f6cdd1dull) >> 32);
+}
+
+static void mark_sampled(struct inj_state *s, uint32_t corr)
+{
+	__atomic_store_n(&s->sampled[corr % INJ_SAMPLED_SLOTS], corr, __ATOMIC_RELEASE);
+}
+
+bool inj_is_sampled(const struct inj_state *s, uint32_t corr)
+{
+	return corr && __atomic_load_n(&s->sampled[corr % INJ_SAMPLED_SLOTS], __ATOMIC_ACQUIRE) == corr;
+}
+
+static void announce_api(struct inj_state *s, uint32_t domain, uint32_t cbid, const char *func_name)
+{
+	uint32_t slot = ((domain & 1) << 10) | (cbid & 1023), epoch = __atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE);
+
+	if (!func_name || __atomic_load_n(&s->api_epoch[slot], __ATOMIC_RELAXED) == epoch)
+		return;
+	__atomic_store_n(&s->api_epoch[slot], epoch, __ATOMIC_RELAXED);
+	s->ops.name(DEV_NAME_API | DEV_CBINFO(domain, cbid), func_name);
+}
+
+static void follow(struct inj_state *s, uint32_t domain, uint32_t cbid, uint32_t corr, const char *func_name)
+{
+	mark_sampled(s, corr);
+	announce_api(s, domain, cbid, func_name);
+	s->ops.launch(corr, DEV_CBINFO(domain, cbid));
+}
+
+void inj_api_enter(struct inj_state *s, enum inj_api_class cls, uint32_t domain, uint32_t cbid, uint32_t corr,
+		   const char *func_name)
+{
+	uint32_t n;
+
+	if (tls_depth++ > 0) {
+		/* The driver call inside a followed runtime call: its records may carry this
+		 * inner correlation id, so it is followed under the same stack. */
+		if (tls_sampled && corr && corr != tls_corr) {
+			/* Named after the user's call (the outer one), announced already. */
+			mark_sampled(s, corr);
+			s->ops.launch(corr, DEV_CBINFO(tls_domain, tls_cbid));
+		}
+		return;
+	}
+	if (cls == INJ_API_COPY)
+		__atomic_add_fetch(&s->ctr.copies_seen, 1, __ATOMIC_RELAXED);
+	else
+		__atomic_add_fetch(&s->ctr.launches_seen, 1, __ATOMIC_RELAXED);
+	n = __atomic_load_n(&s->every_n, __ATOMIC_RELAXED);
+	tls_corr = corr;
+	tls_domain = domain;
+	tls_cbid = cbid;
+	tls_sampled = corr && __atomic_load_n(&s->window_open, __ATOMIC_RELAXED) && (n <= 1 || rng_next() % n == 0);
+	if (!tls_sampled)
+		return;
+	if (cls == INJ_API_COPY)
+		__atomic_add_fetch(&s->ctr.copies_sampled, 1, __ATOMIC_RELAXED);
+	else
+		__atomic_add_fetch(&s->ctr.launches_sampled, 1, __ATOMIC_RELAXED);
+	follow(s, domain, cbid, corr, func_name);
+}
+
+void inj_api_exit(struct inj_state *s)
+{
+	(void)s;
+	if (tls_depth > 0)
+		tls_depth--;
+	if (tls_depth == 0)
+		tls_sampled = false;
+}
+
+/* Under lock. A kernel name's id, announcing it once per attach generation. Keyed by
+ * CUPTI's pointer: CUPTI shares one string among every record of a kernel. */
+static uint32_t name_id(struct inj_state *s, const char *name)
+{
+	uint64_t h = (uint64_t)(uintptr_t)name * 0x9e3779b97f4a7c15ull;
+	uint32_t epoch = __atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE);
+
+	if (!name)
+		return 0;
+	for (uint32_t i = 0, slot = (uint32_t)(h >> 40) % INJ_NAMES_MAX; i < INJ_NAMES_MAX;
+	     i++, slot = (slot + 1) % INJ_NAMES_MAX) {
+		struct inj_name *e = &s->names[slot];
+
+		if (e->ptr == name) {
+			if (e->epoch != epoch) {
+				e->epoch = epoch;
+				s->ops.name(e->id, name);
+			}
+			return e->id;
+		}
+		if (!e->ptr) {
+			/* Keep the last eighth free so lookups of absent names stay short. */
+			if (s->next_name >= INJ_NAMES_MAX - INJ_NAMES_MAX / 8)
+				return 0;
+			e->ptr = name;
+			e->id = s->next_name++;
+			e->epoch = epoch;
+			s->ops.name(e->id, name);
+			return e->id;
+		}
+	}
+	return 0;
+}
+
+static void flush_locked(struct inj_state *s)
+{
+	struct dev_batch *b = s->batch;
+
+	if (!b->count)
+		return;
+	b->epoch = __atomic_load_n(&s->epoch, __ATOMIC_RELAXED);
+	b->ctr.launches_seen = __atomic_load_n(&s->ctr.launches_seen, __ATOMIC_RELAXED);
+	b->ctr.launches_sampled = __atomic_load_n(&s->ctr.launches_sampled, __ATOMIC_RELAXED);
+	b->ctr.copies_seen = __atomic_load_n(&s->ctr.copies_seen, __ATOMIC_RELAXED);
+	b->ctr.copies_sampled = __atomic_load_n(&s->ctr.copies_sampled, __ATOMIC_RELAXED);
+	b->ctr.dropped_unsampled = __atomic_load_n(&s->ctr.dropped_unsampled, __ATOMIC_RELAXED);
+	b->ctr.lost = __atomic_load_n(&s->ctr.lost, __ATOMIC_RELAXED);
+	s->ops.batch(b);
+	b->count = 0;
+}
+
+int inj_add_activity(struct inj_state *s, const struct inj_activity *a)
+{
+	struct dev_rec *r;
+
+	if (a->kind != DEV_KERNEL && a->kind != DEV_MEMCPY && a->kind != DEV_MEMSET)
+		return -EINVAL;
+	if (!inj_is_sampled(s, a->corr)) {
+		__atomic_add_fetch(&s->ctr.dropped_unsampled, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	pthread_mutex_lock(&s->lock);
+	if (s->batch->count >= DEV_BATCH_MAX)
+		flush_locked(s);
+	r = &s->batch->recs[s->batch->count++];
+	memset(r, 0, sizeof(*r));
+	r->start = a->start;
+	r->end = a->end >= a->start ? a->end : a->start;
+	r->corr = a->corr;
+	r->kind = a->kind;
+	r->device = a->device;
+	r->stream = a->stream;
+	r->graph_id = a->graph_id;
+	switch (a->kind) {
+	case DEV_KERNEL:
+		r->name_id = name_id(s, a->name);
+		break;
+	case DEV_MEMCPY:
+		r->bytes = a->bytes;
+		r->dir = inj_copy_dir(a->cupti_copy_kind);
+		break;
+	case DEV_MEMSET:
+		r->bytes = a->bytes;
+		r->dir = DEV_DIR_MEMSET;
+		break;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return 1;
+}
+
+void inj_flush(struct inj_state *s)
+{
+	pthread_mutex_lock(&s->lock);
+	flush_locked(s);
+	pthread_mutex_unlock(&s->lock);
+}
+
+void inj_count_lost(struct inj_state *s, uint64_t n)
+{
+	__atomic_add_fetch(&s->ctr.lost, n, __ATOMIC_RELAXED);
+}
