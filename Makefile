@@ -64,10 +64,11 @@ WL_CFLAGS := -std=gnu11 -O0 -g -fno-omit-frame-pointer -Wall -Werror -pthread
 
 .PHONY: all deps test unit e2e demo bench clean format tools static
 .DEFAULT_GOAL := all
-# Keep intermediate objects (sanitizer builds) between runs.
-.SECONDARY:
+# Keep the sanitizer objects between runs (only they: a bare .SECONDARY would also let
+# make skip rebuilding BPF objects and skeletons whose headers changed).
+.SECONDARY: $(SAN_OBJS) $(BPF_OBJS) $(SKELS)
 
-all: $(BUILD)/gpubpf
+all: $(SKELS) $(BUILD)/gpubpf
 tools: $(WL_BINS) $(UNIT_BINS) $(UNIT_SAN_BINS)
 
 # Fragments owned by their parts: each may add to DEB_PKGS, `tools`, and test prerequisites.
@@ -89,7 +90,7 @@ $(BUILD)/bpf $(BUILD)/obj $(BUILD)/san $(BUILD)/proto $(BUILD)/tests $(BUILD)/te
 # --- BPF: CO-RE objects and skeletons -----------------------------------------------
 $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c vmlinux/$(ARCH)/vmlinux.h | $(BUILD)/bpf
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@.tmp
+	$(Q)$(CLANG) $(BPF_CFLAGS) -MMD -MP -MT $@ -MF $(@:.o=.d) -c $< -o $@.tmp
 	$(Q)llvm-strip -g $@.tmp -o $@ && rm -f $@.tmp
 
 $(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o

@@ -38,6 +38,11 @@ struct {
 	__type(value, struct py_stack);
 } py_stacks SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} py_new_stacks SEC(".maps");
+
 struct py_scratch {
 	struct py_stack st;
 	/* PY_FRAME_READ bytes of the current frame; twice that so that a field offset
@@ -168,12 +173,22 @@ static __always_inline __s32 python_capture(void *ctx, __u32 tgid, __u32 tid)
 	if (!depth)
 		return -1;
 	sc->st.depth = depth;
+	sc->st.tgid = tgid;
+	sc->st.pad = 0;
 	hash = (hash ^ depth ^ (sc->st.flags << 16)) * 16777619u;
+	hash = (hash ^ tgid) * 16777619u;
 	/* Frames past depth hold whatever an earlier capture left: the value is compared by
 	 * hash only, and userspace reads depth frames. */
 	hash &= 0x7fffffff; /* ids are non-negative __s32 */
-	if (bpf_map_update_elem(&py_stacks, &hash, &sc->st, BPF_NOEXIST) && !bpf_map_lookup_elem(&py_stacks, &hash))
+	if (bpf_map_update_elem(&py_stacks, &hash, &sc->st, BPF_NOEXIST) == 0) {
+		/* New: tell userspace now, so it decodes the frames while the process lives.
+		 * A full ring buffer only means decoding at the next drain. */
+		struct py_new_stack ns = {.id = hash, .tgid = tgid};
+
+		bpf_ringbuf_output(&py_new_stacks, &ns, sizeof(ns), 0);
+	} else if (!bpf_map_lookup_elem(&py_stacks, &hash)) {
 		return -1;
+	}
 	return (__s32)hash;
 }
 

@@ -65,7 +65,16 @@ enum py_stack_flags {
 struct py_stack {
 	__u32 depth;
 	__u32 flags;
+	__u32 tgid; /* whose frames: userspace reads their code objects from its memory */
+	__u32 pad;
 	struct py_frame frames[PY_MAX_DEPTH];
+};
+
+/* py_new_stacks record: a stack seen for the first time, to decode while its process
+ * still lives (the last second of a process that exits is drained after it is gone). */
+struct py_new_stack {
+	__u32 id;
+	__u32 tgid;
 };
 
 /* py_tstates value: a thread's PyThreadState address (0: not a Python thread when last

@@ -145,7 +145,7 @@ struct py_pid {
 
 struct python {
 	struct session *s;
-	int procs_fd, tstates_fd, stacks_fd;
+	int procs_fd, tstates_fd, stacks_fd, new_fd;
 	struct hmap pids;  /* pid -> struct py_pid * */
 	struct hmap codes; /* (pid, code address) -> struct py_code * */
 	struct hmap locs;  /* (pid, code address, line) -> location id */
@@ -1163,7 +1163,8 @@ struct python *python__new(struct session *s)
 					PY_TSTATES_ENTRIES, NULL);
 	py->stacks_fd = bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "py_stacks", sizeof(__u32), sizeof(struct py_stack),
 				       PY_STACKS_ENTRIES, NULL);
-	if (py->procs_fd < 0 || py->tstates_fd < 0 || py->stacks_fd < 0) {
+	py->new_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "py_new_stacks", 0, 0, 64 * 1024, NULL);
+	if (py->procs_fd < 0 || py->tstates_fd < 0 || py->stacks_fd < 0 || py->new_fd < 0) {
 		err = -errno;
 		python__free(py);
 		errno = -err;
@@ -1194,23 +1195,32 @@ void python__free(struct python *py)
 		close(py->tstates_fd);
 	if (py->stacks_fd > 0)
 		close(py->stacks_fd);
+	if (py->new_fd > 0)
+		close(py->new_fd);
 	free(py);
 }
 
 int python__prepare(struct python *py, struct bpf_object *obj)
 {
-	static const char *const names[] = {"py_procs", "py_tstates", "py_stacks"};
+	static const char *const names[] = {"py_procs", "py_tstates", "py_stacks", "py_new_stacks"};
 
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		struct bpf_map *m = bpf_object__find_map_by_name(obj, names[i]);
+		int fds[4];
 		int err;
 
 		if (!m)
 			return -ENOENT;
-		if (py)
-			err = bpf_map__reuse_fd(m, i == 0 ? py->procs_fd : i == 1 ? py->tstates_fd : py->stacks_fd);
-		else
-			err = bpf_map__set_max_entries(m, 1);
+		if (py) {
+			fds[0] = py->procs_fd;
+			fds[1] = py->tstates_fd;
+			fds[2] = py->stacks_fd;
+			fds[3] = py->new_fd;
+			err = bpf_map__reuse_fd(m, fds[i]);
+		} else {
+			/* A ring buffer's size is a multiple of the page size. */
+			err = bpf_map__set_max_entries(m, i == 3 ? 4096 : 1);
+		}
 		if (err)
 			return err;
 	}
@@ -1220,6 +1230,26 @@ int python__prepare(struct python *py, struct bpf_object *obj)
 static void on_change(void *ctx, int pid)
 {
 	python__track(ctx, pid);
+}
+
+/* A stack seen for the first time: read its code objects now, while the process lives,
+ * into the cache the drains use (a process's last second is drained after it exits). */
+static int on_new_stack(void *ctx, void *data, size_t len)
+{
+	static struct py_stack st;
+	struct python *py = ctx;
+	const struct py_new_stack *ns = data;
+	struct py_pid *pp;
+
+	if (len < sizeof(*ns) || bpf_map_lookup_elem(py->stacks_fd, &ns->id, &st) || st.depth > PY_MAX_DEPTH)
+		return 0;
+	pp = pid_get(py, (int)st.tgid, false);
+	if (!pp || !pp->python)
+		return 0;
+	for (uint32_t i = 0; i < st.depth; i++)
+		if (st.frames[i].code)
+			code_get(py, pp, st.frames[i].code);
+	return 0;
 }
 
 int python__attach_session(struct session *s)
@@ -1235,6 +1265,8 @@ int python__attach_session(struct session *s)
 		return err;
 	}
 	err = procs__add_on_change(s->procs, on_change, s->py);
+	if (!err)
+		err = procs__add_ringbuf(s->procs, s->py->new_fd, on_new_stack, s->py);
 	if (err) {
 		pr_warn("no Python frames: %s", strerror(-err));
 		python__free(s->py);
