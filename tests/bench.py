@@ -74,9 +74,10 @@ def main():
     if "cpu" in which:
         side_by_side("cpu-bound, -F 99", [os.path.join(WL, "cpu_fixed"), "4000"], ["-F", "99"], 1.01)
         own_cost("cpu-bound recording", [os.path.join(WL, "cpu_ratio"), "1000"], int(os.environ.get("BENCH_SECS", "30")))
-    extra = os.path.join(os.path.dirname(__file__), "bench_cuda.py")
-    if os.path.exists(extra) and "cuda" in which:
-        subprocess.run([sys.executable, extra], check=True)
+    for name in ("cuda", "python"):
+        extra = os.path.join(os.path.dirname(__file__), f"bench_{name}.py")
+        if os.path.exists(extra) and name in which:
+            subprocess.run([sys.executable, extra], check=True)
 
 
 main()

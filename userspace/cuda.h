@@ -46,6 +46,8 @@ void cuda__set_governor(struct cuda_tracer *c, struct governor *gov, bool window
 void cuda__start(struct cuda_tracer *c);
 void cuda__set_group(struct cuda_tracer *c, int group, bool on);
 bool cuda__group_on(const struct cuda_tracer *c, int group);
+/* Calls counted so far by the probes (all groups): cheap enough to read often. */
+uint64_t cuda__hits(struct cuda_tracer *c);
 /* Seconds one probe hit costs the calling thread, measured on a function of gpubpf's
  * own; negative when it cannot be measured. */
 double cuda__calibrate(struct cuda_tracer *c);

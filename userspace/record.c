@@ -224,6 +224,46 @@ static void setup_governor(struct governor *gv, const struct record_opts *o, str
 	cuda__set_governor(cuda, gv, windowed);
 }
 
+/* Between plans, a group that was cold when measured can turn hot (a job's next phase)
+ * while planned fully on, and cost its full price until the next plan. Every ~25 ms
+ * compare what the probes cost since the last look with the budget; well over it, close
+ * every windowed group until the next plan, which measures the new rates. */
+struct guard {
+	uint64_t hits;
+	double t;
+};
+
+static void guard_check(struct guard *gd, struct cuda_tracer *cuda, struct governor *gv, double *off_at, double t)
+{
+	uint64_t hits = cuda__hits(cuda);
+	double dt = t - gd->t, cost;
+
+	if (dt < 0.02)
+		return;
+	cost = (double)(hits - gd->hits) * gv->cost_per_hit;
+	gd->hits = hits;
+	gd->t = t;
+	if (cost <= 2 * gv->budget * dt)
+		return;
+	for (int g = 0; g < gv->ngroups; g++) {
+		if (gv->g[g].always || !cuda__group_on(cuda, g))
+			continue;
+		cuda__set_group(cuda, g, false);
+		off_at[g] = 0;
+	}
+}
+
+/* Close every window that is open now (groups planned fully on stay on). */
+static void close_windows(struct cuda_tracer *cuda, struct governor *gv, double *off_at)
+{
+	for (int g = 0; g < gv->ngroups; g++) {
+		if (off_at[g] > 0) {
+			cuda__set_group(cuda, g, false);
+			off_at[g] = 0;
+		}
+	}
+}
+
 /* Open and close the probe windows that are due; at each period's start, plan anew. */
 static double run_windows(struct cuda_tracer *cuda, struct governor *gv, double *off_at, double *next_window,
 			  double period, double t)
@@ -244,10 +284,10 @@ static double run_windows(struct cuda_tracer *cuda, struct governor *gv, double 
 		}
 		*next_window = t + period;
 		/* While a rate is unknown its group is fully attached: measure soon (the first
-		 * drain comes after 0.1 s) rather than pay a whole period at full cost. */
+		 * drain comes after 30 ms) rather than pay a whole period at full cost. */
 		for (int g = 0; g < gv->ngroups; g++)
-			if (!gv->g[g].measured && !gv->g[g].always && period > 0.1)
-				*next_window = t + 0.1;
+			if (!gv->g[g].measured && !gv->g[g].always && period > 0.03)
+				*next_window = t + 0.03;
 		next = *next_window;
 	}
 	for (int g = 0; g < gv->ngroups; g++)
@@ -302,6 +342,7 @@ int record__main(int argc, char **argv)
 	struct governor gov = {0};
 	double off_at[GOV_MAX_GROUPS] = {0}, next_window = 0, period = window_period();
 	bool windowed = false;
+	struct guard guard = {0};
 	struct status status;
 	struct write_ctx w = {.s = &s};
 	double start, next_tick, elapsed;
@@ -413,11 +454,12 @@ int record__main(int argc, char **argv)
 	profile__set_time(s.prof, wall_ns(), 0);
 	status__init(&status, target_desc(&o, desc, sizeof(desc)));
 	/* The first drain measures the hit rates the window plan needs: early. */
-	next_tick = start + (windowed ? 0.1 : 1.0);
+	next_tick = start + (windowed ? 0.03 : 1.0);
 	pr_debug("recording %s", desc);
 	signal_ready();
 
 	next_window = start;
+	guard.t = start;
 	while (!stop_signals) {
 		double t = now_s();
 		int timeout = 100;
@@ -426,6 +468,9 @@ int record__main(int argc, char **argv)
 			double next = run_windows(cuda, &gov, off_at, &next_window, period, t);
 			int ms = (int)((next - t) * 1000) + 1;
 
+			guard_check(&guard, cuda, &gov, off_at, t);
+			if (timeout > 25)
+				timeout = 25;
 			if (ms < timeout)
 				timeout = ms > 0 ? ms : 1;
 		}
@@ -435,6 +480,11 @@ int record__main(int argc, char **argv)
 			break;
 		if (t >= next_tick) {
 			next_tick = t + 1.0;
+			/* The tick's work (drains, symbolization) takes tens of milliseconds: a
+			 * window left open through it would last that long. Close open windows
+			 * now (their books take the real time); new ones open after the work. */
+			if (windowed)
+				close_windows(cuda, &gov, off_at);
 			err = cpu__drain(cpu, false);
 			if (!err)
 				err = cuda__drain(cuda, false);
@@ -472,6 +522,8 @@ int record__main(int argc, char **argv)
 				status__update(&status, t - start, procs__num_live(s.procs), st.samples,
 					       st.lost_stacks + st.dropped + procs__lost_events(s.procs), extra);
 			}
+			if (windowed)
+				next_window = now_s();
 		} else if (!o.all && procs__num_live(s.procs) == 0) {
 			/* An exit event arrived: confirm and stop without waiting for the tick. */
 			if (procs__refresh(s.procs) == 0) {
