@@ -17,7 +17,7 @@ import time
 BUILD = os.environ.get("BUILD", "build")
 G = os.path.join(BUILD, "gpubpf")
 WL = os.path.join(BUILD, "workloads")
-RUNS = int(os.environ.get("BENCH_RUNS", "7"))
+RUNS = int(os.environ.get("BENCH_RUNS", "5"))
 results = []
 
 

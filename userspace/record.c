@@ -208,7 +208,7 @@ static void setup_governor(struct governor *gv, const struct record_opts *o, str
 	gv->cost_per_hit = cost;
 	/* A CPU sample interrupts a thread at most freq times a second. */
 	gv->cpu_cost = o->freq * cost;
-	gv->min_duty = 0.005;
+	gv->min_duty = 0.002; /* 2 ms a second: dozens of launches even at 40k probed calls/s */
 	/* Until a group's rate is measured it stays attached: a short program is then counted
 	 * exactly, and the first window measures what the next ones cost. */
 	gv->probe_duty = 1;
