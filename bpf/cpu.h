@@ -10,8 +10,8 @@
 struct cpu_key {
 	__u32 tgid;
 	__u32 tid;
-	__s32 ustack; /* stack id, or -1 */
-	__s32 kstack; /* stack id, or -1 */
+	__s32 ustack;  /* stack id, or -1 */
+	__s32 kstack;  /* stack id, or -1 */
 	__s32 pystack; /* Python frames: id in py_stacks (bpf/python.bpf.h), or -1 */
 };
 

@@ -9,31 +9,31 @@
 
 /* How a probed function's arguments are decoded (bpf/cuda_abi.h has the placements). */
 enum cuda_class {
-	CC_RT_LAUNCH = 1,     /* cudaLaunchKernel, cudaLaunchCooperativeKernel (+_ptsz) */
-	CC_RT_LAUNCH_EX,      /* cudaLaunchKernelExC (+_ptsz) */
-	CC_DRV_LAUNCH,        /* cuLaunchKernel, cuLaunchCooperativeKernel (+_ptsz) */
-	CC_DRV_LAUNCH_EX,     /* cuLaunchKernelEx (+_ptsz) */
-	CC_GRAPH,             /* cudaGraphLaunch, cuGraphLaunch (+_ptsz) */
-	CC_RT_MEMCPY,         /* (dst, src, count, kind[, stream]) */
-	CC_RT_MEMCPY2D,       /* (dst, dpitch, src, spitch, width, height, kind[, stream]) */
-	CC_RT_MEMCPY_PEER,    /* (dst, dstDev, src, srcDev, count[, stream]) */
-	CC_RT_MEMSET,         /* (ptr, value, count[, stream]) */
-	CC_DRV_MEMCPY,        /* (dst, src, bytes[, stream]), direction from the name */
-	CC_DRV_MEMCPY_PEER,   /* (dst, dstCtx, src, srcCtx, bytes[, stream]) */
-	CC_DRV_MEMSET,        /* (dst, value, N[, stream]), N elements of elem size */
-	CC_SYNC,              /* entry + return: wait time */
-	CC_ALLOC,             /* entry + return: (void **out, size[, ...]) */
-	CC_FREE,              /* (ptr[, stream]) */
-	CC_NAME_MODULE,       /* cuModuleGetFunction / cuLibraryGetKernel (out, mod, name): learn a name */
-	CC_NAME_KERNEL_FN,    /* cuKernelGetFunction (out CUfunction, CUkernel) */
-	CC_NAME_RT_KERNEL,    /* __cudaGetKernel (out cudaKernel_t, hostFun) */
-	CC_CALIBRATE,         /* gpubpf's own calibration target: the cost of a hit */
+	CC_RT_LAUNCH = 1,   /* cudaLaunchKernel, cudaLaunchCooperativeKernel (+_ptsz) */
+	CC_RT_LAUNCH_EX,    /* cudaLaunchKernelExC (+_ptsz) */
+	CC_DRV_LAUNCH,	    /* cuLaunchKernel, cuLaunchCooperativeKernel (+_ptsz) */
+	CC_DRV_LAUNCH_EX,   /* cuLaunchKernelEx (+_ptsz) */
+	CC_GRAPH,	    /* cudaGraphLaunch, cuGraphLaunch (+_ptsz) */
+	CC_RT_MEMCPY,	    /* (dst, src, count, kind[, stream]) */
+	CC_RT_MEMCPY2D,	    /* (dst, dpitch, src, spitch, width, height, kind[, stream]) */
+	CC_RT_MEMCPY_PEER,  /* (dst, dstDev, src, srcDev, count[, stream]) */
+	CC_RT_MEMSET,	    /* (ptr, value, count[, stream]) */
+	CC_DRV_MEMCPY,	    /* (dst, src, bytes[, stream]), direction from the name */
+	CC_DRV_MEMCPY_PEER, /* (dst, dstCtx, src, srcCtx, bytes[, stream]) */
+	CC_DRV_MEMSET,	    /* (dst, value, N[, stream]), N elements of elem size */
+	CC_SYNC,	    /* entry + return: wait time */
+	CC_ALLOC,	    /* entry + return: (void **out, size[, ...]) */
+	CC_FREE,	    /* (ptr[, stream]) */
+	CC_NAME_MODULE,	    /* cuModuleGetFunction / cuLibraryGetKernel (out, mod, name): learn a name */
+	CC_NAME_KERNEL_FN,  /* cuKernelGetFunction (out CUfunction, CUkernel) */
+	CC_NAME_RT_KERNEL,  /* __cudaGetKernel (out cudaKernel_t, hostFun) */
+	CC_CALIBRATE,	    /* gpubpf's own calibration target: the cost of a hit */
 };
 
 /* The attach cookie: which function (index into userspace's table) and how to decode it. */
 #define CUDA_COOKIE(idx, cls, dir, elem, async, runtime)                                                               \
-	((__u64)(idx) | ((__u64)(cls) << 16) | ((__u64)(dir) << 24) | ((__u64)(elem) << 28) |                          \
-	 ((__u64)(async) << 32) | ((__u64)(runtime) << 33))
+	((__u64)(idx) | ((__u64)(cls) << 16) | ((__u64)(dir) << 24) | ((__u64)(elem) << 28) | ((__u64)(async) << 32) | \
+	 ((__u64)(runtime) << 33))
 #define CUDA_COOKIE_IDX(c) ((__u32)((c)&0xffff))
 #define CUDA_COOKIE_CLASS(c) ((__u32)(((c) >> 16) & 0xff))
 #define CUDA_COOKIE_DIR(c) ((__u32)(((c) >> 24) & 0xf))
@@ -55,13 +55,13 @@ struct cuda_key {
 	__u32 tgid;
 	__u32 tid;
 	__s32 ustack;
-	__u32 api;    /* index into userspace's function table */
-	__u32 flags;  /* CUDA_KEY_* */
-	__u32 dir;    /* copies: CUDA_DIR_* */
+	__u32 api;     /* index into userspace's function table */
+	__u32 flags;   /* CUDA_KEY_* */
+	__u32 dir;     /* copies: CUDA_DIR_* */
 	__s32 pystack; /* Python frames: id in py_stacks (bpf/python.bpf.h), or -1 */
 	__u32 pad;     /* explicit: the key is hashed bytewise */
-	__u64 caller; /* [rsp] at an entry probe: the direct caller the frame walk misses; 0 at return probes */
-	__u64 object; /* launches: the function pointer, cudaKernel_t or CUfunction */
+	__u64 caller;  /* [rsp] at an entry probe: the direct caller the frame walk misses; 0 at return probes */
+	__u64 object;  /* launches: the function pointer, cudaKernel_t or CUfunction */
 	__u64 stream;
 };
 
@@ -84,9 +84,9 @@ struct cuda_alloc_val {
 };
 
 enum cuda_event_type {
-	CUDA_EV_FUNC_NAME = 1,   /* handle (CUfunction or CUkernel) is called name */
+	CUDA_EV_FUNC_NAME = 1,	 /* handle (CUfunction or CUkernel) is called name */
 	CUDA_EV_KERNEL_FUNC = 2, /* CUfunction handle belongs to CUkernel other */
-	CUDA_EV_RT_KERNEL = 3,   /* cudaKernel_t handle belongs to host function other */
+	CUDA_EV_RT_KERNEL = 3,	 /* cudaKernel_t handle belongs to host function other */
 };
 
 /* --trace: one timed API call (call_events ring buffer). */
@@ -97,8 +97,8 @@ struct cuda_call_event {
 	__u32 dir;
 	__u64 start_ns; /* CLOCK_MONOTONIC (bpf_ktime_get_ns) */
 	__u64 dur_ns;
-	__u64 object;   /* launches: the function handle */
-	__u64 bytes;    /* copies, sets, allocations */
+	__u64 object; /* launches: the function handle */
+	__u64 bytes;  /* copies, sets, allocations */
 	__u64 stream;
 };
 

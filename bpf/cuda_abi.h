@@ -43,7 +43,7 @@
  * legacy for cudaX / cuX, per-thread for the cudaX_ptsz / cudaX_ptds and
  * cuX_ptsz / cuX_v2_ptds entry points (nvcc --default-stream per-thread). */
 #define CUDA_ABI_STREAM_DEFAULT 0x0ULL
-#define CUDA_ABI_STREAM_LEGACY 0x1ULL /* cudaStreamLegacy, CU_STREAM_LEGACY */
+#define CUDA_ABI_STREAM_LEGACY 0x1ULL	  /* cudaStreamLegacy, CU_STREAM_LEGACY */
 #define CUDA_ABI_STREAM_PER_THREAD 0x2ULL /* cudaStreamPerThread, CU_STREAM_PER_THREAD */
 
 /* Word k (1-based) of the caller's outgoing stack arguments, at function entry. */

@@ -30,7 +30,7 @@ struct gpubpf_proc_event {
 struct gpubpf_comm {
 	__u32 tgid;
 	__u32 pad;
-	char comm[16];  /* thread name */
+	char comm[16];	/* thread name */
 	char pcomm[16]; /* process (group leader) name */
 };
 

@@ -12,11 +12,11 @@
 
 /* Per-CPU drop and error counters, surfaced in the status line and summary. */
 enum stack_stat {
-	STAT_SAMPLES = 0,        /* events counted into the aggregation map */
-	STAT_USTACK_LOST = 1,    /* user stack unavailable (-EFAULT) or collided (-EEXIST) */
-	STAT_KSTACK_LOST = 2,    /* kernel stack collided or unavailable */
-	STAT_MAP_FULL = 3,       /* aggregation map full: the event was dropped */
-	STAT_STACK_FULL = 4,     /* stack map full (-ENOMEM) */
+	STAT_SAMPLES = 0,     /* events counted into the aggregation map */
+	STAT_USTACK_LOST = 1, /* user stack unavailable (-EFAULT) or collided (-EEXIST) */
+	STAT_KSTACK_LOST = 2, /* kernel stack collided or unavailable */
+	STAT_MAP_FULL = 3,    /* aggregation map full: the event was dropped */
+	STAT_STACK_FULL = 4,  /* stack map full (-ENOMEM) */
 	STAT_NR = 8,
 };
 

@@ -11,71 +11,71 @@
 
 void cli__usage_main(FILE *f)
 {
-	fprintf(f, "gpubpf %s — always-on CPU+GPU profiler for CUDA jobs, built on eBPF\n"
-		   "\n"
-		   "Usage:\n"
-		   "  gpubpf record [options] -p PID[,PID...]   profile running processes\n"
-		   "  gpubpf record [options] -- COMMAND ...    start COMMAND and profile it\n"
-		   "  gpubpf record [options] -a                profile every process on the host\n"
-		   "  gpubpf report FILE [--top N]              summary tables of a profile or trace\n"
-		   "  gpubpf convert IN -o OUT [--format FMT]   pprof to speedscope, folded or pprof\n"
-		   "  gpubpf help [COMMAND]                     show help (record, report, convert)\n"
-		   "  gpubpf --version\n"
-		   "\n"
-		   "The output is a gzipped pprof profile. Look at it with:\n"
-		   "  go tool pprof -top gpubpf.pb.gz\n"
-		   "  go tool pprof -http=:8080 gpubpf.pb.gz\n"
-		   "or open it in https://www.speedscope.app. Run `gpubpf help record` for the options.\n",
+	fprintf(f,
+		"gpubpf %s — always-on CPU+GPU profiler for CUDA jobs, built on eBPF\n"
+		"\n"
+		"Usage:\n"
+		"  gpubpf record [options] -p PID[,PID...]   profile running processes\n"
+		"  gpubpf record [options] -- COMMAND ...    start COMMAND and profile it\n"
+		"  gpubpf record [options] -a                profile every process on the host\n"
+		"  gpubpf report FILE [--top N]              summary tables of a profile or trace\n"
+		"  gpubpf convert IN -o OUT [--format FMT]   pprof to speedscope, folded or pprof\n"
+		"  gpubpf help [COMMAND]                     show help (record, report, convert)\n"
+		"  gpubpf --version\n"
+		"\n"
+		"The output is a gzipped pprof profile. Look at it with:\n"
+		"  go tool pprof -top gpubpf.pb.gz\n"
+		"  go tool pprof -http=:8080 gpubpf.pb.gz\n"
+		"or open it in https://www.speedscope.app. Run `gpubpf help record` for the options.\n",
 		GPUBPF_VERSION);
 }
 
 void cli__usage_record(FILE *f)
 {
-	fprintf(f,
-		"Usage: gpubpf record [-p PID[,PID...] | -a | -- COMMAND [ARGS...]] [-F HZ] [-d SECONDS]\n"
-		"                     [-o FILE] [--format pprof|folded|speedscope] [--no-inherit]\n"
-		"                     [--overhead-budget PCT | --exact] [--no-python] [-v]\n"
-		"\n"
-		"Samples CPU stacks of the targets and writes one profile when recording ends:\n"
-		"at Ctrl-C or SIGTERM, when -d expires, or when every target has exited.\n"
-		"\n"
-		"Targets (exactly one of):\n"
-		"  -p, --pid PID[,PID...]  attach to running processes (and the processes they fork\n"
-		"                          after attach, unless --no-inherit)\n"
-		"  -a, --all               every process on the host (except gpubpf itself)\n"
-		"  -- COMMAND [ARGS...]    start COMMAND, profile it and its children until it exits\n"
-		"\n"
-		"Options:\n"
-		"  -F, --freq HZ           CPU samples per second per CPU (default 99, 1..10000)\n"
-		"  -d, --duration SECONDS  stop after this long (default: until stopped or targets exit)\n"
-		"  -o, --output FILE       output file (default gpubpf.pb.gz; written atomically)\n"
-		"      --format FMT        pprof (gzipped protobuf, default), folded (flamegraph.pl:\n"
-		"                          one \"process;frame;...;leaf COUNT\" line per stack) or\n"
-		"                          speedscope (its JSON format, one profile per sample type)\n"
-		"      --no-inherit        do not follow children forked after attach\n"
-		"      --no-python         native stacks only: do not read CPython's frames (default:\n"
-		"                          Python 3.10-3.13 frames replace the interpreter's own)\n"
-		"      --overhead-budget PCT  keep gpubpf's estimated cost to every target thread under\n"
-		"                          PCT percent of its time (default 1): hot CUDA probe groups\n"
-		"                          (launches, copies) are attached in windows and their counts\n"
-		"                          scaled to estimates; rare ones stay attached\n"
-		"      --exact             every CUDA probe attached all the time: exact counts, at a\n"
-		"                          cost of a few microseconds per traced call\n"
-		"      --trace             write a timeline instead of a profile: every CUDA API call with\n"
-		"                          its start and duration, per process and thread, as Chrome trace\n"
-		"                          JSON for Perfetto or chrome://tracing (-o defaults to\n"
-		"                          gpubpf.trace.json; implies --exact)\n"
-		"      --max-events N      bound of the timeline (default 1000000); calls past it are\n"
-		"                          counted as dropped\n"
-		"  -v, --verbose           debug messages, including libbpf's\n"
-		"  -h, --help              this help\n"
-		"\n"
-		"Needs root (or CAP_BPF and CAP_PERFMON) and a kernel with BTF.\n"
-		"\n"
-		"Examples:\n"
-		"  sudo gpubpf record -p 1234 -d 30               30 s of a running job\n"
-		"  sudo gpubpf record -o train.pb.gz -- python train.py\n"
-		"  go tool pprof -top train.pb.gz                 top functions\n");
+	fprintf(f, "Usage: gpubpf record [-p PID[,PID...] | -a | -- COMMAND [ARGS...]] [-F HZ] [-d SECONDS]\n"
+		   "                     [-o FILE] [--format pprof|folded|speedscope] [--no-inherit]\n"
+		   "                     [--overhead-budget PCT | --exact] [--no-python] [-v]\n"
+		   "\n"
+		   "Samples CPU stacks of the targets and writes one profile when recording ends:\n"
+		   "at Ctrl-C or SIGTERM, when -d expires, or when every target has exited.\n"
+		   "\n"
+		   "Targets (exactly one of):\n"
+		   "  -p, --pid PID[,PID...]  attach to running processes (and the processes they fork\n"
+		   "                          after attach, unless --no-inherit)\n"
+		   "  -a, --all               every process on the host (except gpubpf itself)\n"
+		   "  -- COMMAND [ARGS...]    start COMMAND, profile it and its children until it exits\n"
+		   "\n"
+		   "Options:\n"
+		   "  -F, --freq HZ           CPU samples per second per CPU (default 99, 1..10000)\n"
+		   "  -d, --duration SECONDS  stop after this long (default: until stopped or targets exit)\n"
+		   "  -o, --output FILE       output file (default gpubpf.pb.gz; written atomically)\n"
+		   "      --format FMT        pprof (gzipped protobuf, default), folded (flamegraph.pl:\n"
+		   "                          one \"process;frame;...;leaf COUNT\" line per stack) or\n"
+		   "                          speedscope (its JSON format, one profile per sample type)\n"
+		   "      --no-inherit        do not follow children forked after attach\n"
+		   "      --no-python         native stacks only: do not read CPython's frames (default:\n"
+		   "                          Python 3.10-3.13 frames replace the interpreter's own)\n"
+		   "      --overhead-budget PCT  keep gpubpf's estimated cost to every target thread under\n"
+		   "                          PCT percent of its time (default 1): hot CUDA probe groups\n"
+		   "                          (launches, copies) are attached in windows and their counts\n"
+		   "                          scaled to estimates; rare ones stay attached\n"
+		   "      --exact             every CUDA probe attached all the time: exact counts, at a\n"
+		   "                          cost of a few microseconds per traced call\n"
+		   "      --trace             write a timeline instead of a profile: every CUDA API call with\n"
+		   "                          its start and duration, per process and thread, as Chrome trace\n"
+		   "                          JSON for Perfetto or chrome://tracing (-o defaults to\n"
+		   "                          gpubpf.trace.json; implies --exact)\n"
+		   "      --max-events N      bound of the timeline (default 1000000); calls past it are\n"
+		   "                          counted as dropped\n"
+		   "  -v, --verbose           debug messages, including libbpf's\n"
+		   "  -h, --help              this help\n"
+		   "\n"
+		   "Needs root (or CAP_BPF and CAP_PERFMON) and a kernel with BTF.\n"
+		   "\n"
+		   "Examples:\n"
+		   "  sudo gpubpf record -p 1234 -d 30               30 s of a running job\n"
+		   "  sudo gpubpf record -o train.pb.gz -- python train.py\n"
+		   "  go tool pprof -top train.pb.gz                 top functions\n");
 }
 
 int cli__parse_int(const char *s, long min, long max, long *out)
@@ -143,15 +143,21 @@ enum { OPT_FORMAT = 256, OPT_NO_INHERIT, OPT_BUDGET, OPT_EXACT, OPT_TRACE, OPT_M
 int cli__parse_record(int argc, char **argv, struct record_opts *o)
 {
 	static const struct option longopts[] = {
-		{"pid", required_argument, NULL, 'p'},      {"all", no_argument, NULL, 'a'},
-		{"freq", required_argument, NULL, 'F'},     {"duration", required_argument, NULL, 'd'},
-		{"output", required_argument, NULL, 'o'},   {"format", required_argument, NULL, OPT_FORMAT},
-		{"no-inherit", no_argument, NULL, OPT_NO_INHERIT}, {"verbose", no_argument, NULL, 'v'},
-		{"help", no_argument, NULL, 'h'},           {"overhead-budget", required_argument, NULL, OPT_BUDGET},
-		{"exact", no_argument, NULL, OPT_EXACT},
-		{"trace", no_argument, NULL, OPT_TRACE},
-		{"max-events", required_argument, NULL, OPT_MAX_EVENTS},    {"no-python", no_argument, NULL, OPT_NO_PYTHON},
-		{NULL, 0, NULL, 0},
+	    {"pid", required_argument, NULL, 'p'},
+	    {"all", no_argument, NULL, 'a'},
+	    {"freq", required_argument, NULL, 'F'},
+	    {"duration", required_argument, NULL, 'd'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"format", required_argument, NULL, OPT_FORMAT},
+	    {"no-inherit", no_argument, NULL, OPT_NO_INHERIT},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"overhead-budget", required_argument, NULL, OPT_BUDGET},
+	    {"exact", no_argument, NULL, OPT_EXACT},
+	    {"trace", no_argument, NULL, OPT_TRACE},
+	    {"max-events", required_argument, NULL, OPT_MAX_EVENTS},
+	    {"no-python", no_argument, NULL, OPT_NO_PYTHON},
+	    {NULL, 0, NULL, 0},
 	};
 	int c, modes;
 	bool output_set = false, format_set = false;
@@ -218,7 +224,8 @@ int cli__parse_record(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_BUDGET:
 			if (cli__parse_double(optarg, 0.01, 100, &o->budget)) {
-				pr_err("record: invalid --overhead-budget '%s': expected a percentage, 0.01..100", optarg);
+				pr_err("record: invalid --overhead-budget '%s': expected a percentage, 0.01..100",
+				       optarg);
 				return -EINVAL;
 			}
 			break;

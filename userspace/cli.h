@@ -17,21 +17,21 @@ enum out_format {
 struct record_opts {
 	int pids[CLI_MAX_PIDS];
 	int npids;
-	bool all;             /* -a */
-	char **command;       /* argv after --, NULL-terminated, or NULL */
-	int freq;             /* -F, samples per second per CPU */
-	double duration;      /* -d seconds, 0 = until stopped or targets exit */
-	const char *output;   /* -o */
+	bool all;	    /* -a */
+	char **command;	    /* argv after --, NULL-terminated, or NULL */
+	int freq;	    /* -F, samples per second per CPU */
+	double duration;    /* -d seconds, 0 = until stopped or targets exit */
+	const char *output; /* -o */
 	enum out_format format;
-	bool inherit;         /* follow children (off with --no-inherit) */
-	double budget;        /* --overhead-budget, percent of each target thread's time */
-	bool exact;           /* --exact: every probe attached all the time */
-	bool trace;           /* --trace: write a timeline of CUDA calls (Chrome trace JSON) */
-	size_t max_events;    /* --max-events: bound of the timeline */
-	bool python;          /* Python frames (off with --no-python) */
-	bool verbose;         /* -v */
-	bool help;            /* --help was asked: print usage, exit 0 */
-	int argc;             /* the full command line, for the profile's comments */
+	bool inherit;	   /* follow children (off with --no-inherit) */
+	double budget;	   /* --overhead-budget, percent of each target thread's time */
+	bool exact;	   /* --exact: every probe attached all the time */
+	bool trace;	   /* --trace: write a timeline of CUDA calls (Chrome trace JSON) */
+	size_t max_events; /* --max-events: bound of the timeline */
+	bool python;	   /* Python frames (off with --no-python) */
+	bool verbose;	   /* -v */
+	bool help;	   /* --help was asked: print usage, exit 0 */
+	int argc;	   /* the full command line, for the profile's comments */
 	char **argv;
 };
 

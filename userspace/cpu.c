@@ -37,17 +37,17 @@ static int perf_open(struct perf_event_attr *attr, int cpu)
 static int open_events(struct cpu_sampler *c)
 {
 	struct perf_event_attr attr = {
-		.size = sizeof(attr),
-		.freq = 1,
-		.sample_freq = (uint64_t)c->s->opts->freq,
+	    .size = sizeof(attr),
+	    .freq = 1,
+	    .sample_freq = (uint64_t)c->s->opts->freq,
 	};
 	static const struct {
 		uint32_t type;
 		uint64_t config;
 		const char *name;
 	} kinds[] = {
-		{PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, "cycles"},
-		{PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, "cpu-clock"},
+	    {PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, "cycles"},
+	    {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, "cpu-clock"},
 	};
 	int n = libbpf_num_possible_cpus(), err = 0, opened;
 
@@ -224,8 +224,8 @@ void cpu__stats(struct cpu_sampler *c, struct cpu_stats *out)
 	int fd = bpf_map__fd(c->skel->maps.stats);
 
 	out->samples = c->samples; /* drained into the profile, as the summary reports */
-	out->lost_stacks = stacks__stat(fd, STAT_USTACK_LOST) + stacks__stat(fd, STAT_KSTACK_LOST) +
-			   stacks__stat(fd, STAT_STACK_FULL);
+	out->lost_stacks =
+	    stacks__stat(fd, STAT_USTACK_LOST) + stacks__stat(fd, STAT_KSTACK_LOST) + stacks__stat(fd, STAT_STACK_FULL);
 	out->dropped = stacks__stat(fd, STAT_MAP_FULL);
 	out->event = c->event;
 }

@@ -37,29 +37,28 @@
 struct cuda_tracer {
 	struct session *s;
 	struct cuda_bpf *skel;
-	struct bpf_link **links;
-	size_t nlinks, caplinks;
-	bool multi;     /* uprobe_multi links per object and group, rather than single uprobes */
+	struct linkset links; /* single uprobes (kernels without uprobe_multi) */
+	bool multi;	      /* uprobe_multi links per object and group, rather than single uprobes */
 	struct cobj **objs;
 	size_t nobjs, capobjs;
-	bool group_on[CG__COUNT];       /* groups currently attached */
-	double on_since[CG__COUNT];     /* when an attached group was attached */
-	double attached_s[CG__COUNT];   /* attached seconds since the last drain */
+	bool group_on[CG__COUNT];	    /* groups currently attached */
+	double on_since[CG__COUNT];	    /* when an attached group was attached */
+	double attached_s[CG__COUNT];	    /* attached seconds since the last drain */
 	_Atomic int64_t late_ns[CG__COUNT]; /* attached while closes were pending (close threads) */
 	double last_drain;
-	struct governor *gov;           /* rates are reported here */
-	bool scaled;                    /* windowed: scale counts by attached time */
-	double scale[CG__COUNT];        /* this drain's estimate factor per group */
-	struct hmap tidhits;            /* (tid, group) -> hits in this drain */
-	bool trace;                     /* --trace: every call timed into `timeline` */
+	struct governor *gov;	 /* rates are reported here */
+	bool scaled;		 /* windowed: scale counts by attached time */
+	double scale[CG__COUNT]; /* this drain's estimate factor per group */
+	struct hmap tidhits;	 /* (tid, group) -> hits in this drain */
+	bool trace;		 /* --trace: every call timed into `timeline` */
 	struct trace *timeline;
-	uint64_t trace_dropped;         /* events past --max-events */
+	uint64_t trace_dropped; /* events past --max-events */
 	int probes;
-	struct hmap scanned;   /* (attach pid or 0, dev, inode) -> 1 */
+	struct hmap scanned;	  /* (attach pid or 0, dev, inode) -> 1 */
 	struct hmap scanned_pids; /* (pid, 0, 4) -> last full scan, CLOCK_MONOTONIC ms */
-	struct hmap names;     /* (tgid, handle, 0) -> char * name (driver functions, kernels) */
-	struct hmap kfuncs;    /* (tgid, CUfunction, 1) -> CUkernel */
-	struct hmap rtkernels; /* (tgid, cudaKernel_t, 2) -> host stub address */
+	struct hmap names;	  /* (tgid, handle, 0) -> char * name (driver functions, kernels) */
+	struct hmap kfuncs;	  /* (tgid, CUfunction, 1) -> CUkernel */
+	struct hmap rtkernels;	  /* (tgid, cudaKernel_t, 2) -> host stub address */
 	int objects;
 	uint64_t calls;
 };
@@ -138,8 +137,8 @@ static int group_attach(struct cuda_tracer *c, struct cobj *o, int g)
 		if (!o->cnt[g][ret] || o->link[g][ret] >= 0)
 			continue;
 		fd = umulti__attach(
-			bpf_program__fd(ret ? c->skel->progs.cuda_exit_multi : c->skel->progs.cuda_enter_multi),
-			o->path, o->offs[g][ret], o->cookies[g][ret], o->cnt[g][ret], ret, o->pid);
+		    bpf_program__fd(ret ? c->skel->progs.cuda_exit_multi : c->skel->progs.cuda_enter_multi), o->path,
+		    o->offs[g][ret], o->cookies[g][ret], o->cnt[g][ret], ret, o->pid);
 		if (fd < 0)
 			return fd;
 		o->link[g][ret] = fd;
@@ -210,21 +209,6 @@ static void cobj_free(struct cobj *o)
 	if (o->fd >= 0)
 		close(o->fd);
 	free(o);
-}
-
-static int add_link(struct cuda_tracer *c, struct bpf_link *l)
-{
-	if (c->nlinks == c->caplinks) {
-		size_t ncap = c->caplinks ? c->caplinks * 2 : 128;
-		struct bpf_link **n = realloc(c->links, ncap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		c->links = n;
-		c->caplinks = ncap;
-	}
-	c->links[c->nlinks++] = l;
-	return 0;
 }
 
 static int on_event(void *ctx, void *data, size_t len)
@@ -366,8 +350,7 @@ void cuda__free(struct cuda_tracer *c)
 		return;
 	/* Detaching costs a grace period per uprobe (~80 ms here): tear down in one go at
 	 * the end, after the profile is safe. */
-	links__destroy_all(c->links, c->nlinks);
-	free(c->links);
+	linkset__destroy(&c->links);
 	for (size_t i = 0; i < c->nobjs; i++)
 		cobj_free(c->objs[i]);
 	free(c->objs);
@@ -464,7 +447,7 @@ static int attach_single(struct cuda_tracer *c, int pid, const char *path, const
 				pr_debug("cannot attach to %s in %s: %s", a->name, shown, strerror(errno));
 				continue;
 			}
-			if (add_link(c, l)) {
+			if (linkset__add(&c->links, l)) {
 				bpf_link__destroy(l);
 				return -ENOMEM;
 			}
@@ -556,7 +539,7 @@ int cuda__scan(struct cuda_tracer *c)
 
 static const char *dir_frame(uint32_t dir)
 {
-	static const char *const names[] = {"[memcpy HtoH]", "[memcpy HtoD]", "[memcpy DtoH]",
+	static const char *const names[] = {"[memcpy HtoH]", "[memcpy HtoD]",	 "[memcpy DtoH]",
 					    "[memcpy DtoD]", "[memcpy default]", "[memset]"};
 
 	return dir < sizeof(names) / sizeof(names[0]) ? names[dir] : "[memcpy default]";
@@ -742,7 +725,8 @@ static void observe_rates(struct cuda_tracer *c)
 {
 	double max[CG__COUNT] = {0};
 
-	hmap_for_each(&c->tidhits, e) {
+	hmap_for_each(&c->tidhits, e)
+	{
 		if (e->k[1] < CG__COUNT && (double)e->val > max[e->k[1]])
 			max[e->k[1]] = (double)e->val;
 	}

@@ -14,13 +14,13 @@
 struct cuda_tracer;
 
 struct cuda_stats {
-	uint64_t calls;        /* traced calls counted */
-	uint64_t dropped;      /* calls dropped: aggregation map full */
+	uint64_t calls;	  /* traced calls counted */
+	uint64_t dropped; /* calls dropped: aggregation map full */
 	uint64_t lost_stacks;
-	uint64_t lost_events;  /* name events lost */
-	int objects;           /* objects with CUDA entry points probed */
-	int probes;            /* uprobes attached */
-	size_t trace_events;   /* --trace: calls in the timeline */
+	uint64_t lost_events;	/* name events lost */
+	int objects;		/* objects with CUDA entry points probed */
+	int probes;		/* uprobes attached */
+	size_t trace_events;	/* --trace: calls in the timeline */
 	uint64_t trace_dropped; /* --trace: calls past --max-events or lost in the ring buffer */
 };
 

@@ -19,13 +19,13 @@ enum cuda_group {
 
 struct cuda_api {
 	const char *name;
-	uint8_t cls;     /* enum cuda_class */
-	uint8_t dir;     /* CUDA_DIR_* for driver copies */
-	uint8_t elem;    /* element size for cuMemsetD* */
-	bool async;      /* takes a stream after the usual arguments */
-	bool runtime;    /* runtime API (a driver call inside it is not counted again) */
-	bool retprobe;   /* also needs a return probe */
-	uint8_t group;   /* enum cuda_group */
+	uint8_t cls;   /* enum cuda_class */
+	uint8_t dir;   /* CUDA_DIR_* for driver copies */
+	uint8_t elem;  /* element size for cuMemsetD* */
+	bool async;    /* takes a stream after the usual arguments */
+	bool runtime;  /* runtime API (a driver call inside it is not counted again) */
+	bool retprobe; /* also needs a return probe */
+	uint8_t group; /* enum cuda_group */
 };
 
 extern const char *const cuda_group_names[CG__COUNT];

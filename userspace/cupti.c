@@ -20,6 +20,7 @@
 #include "cupti.skel.h"
 #include "demangle.h"
 #include "hmap.h"
+#include "links.h"
 #include "log.h"
 #include "objscan.h"
 #include "procmaps.h"
@@ -42,8 +43,7 @@ struct cupti_tracer {
 	struct session *s;
 	struct cupti_bpf *skel;
 	struct ring_buffer *rb;
-	struct bpf_link **links;
-	size_t nlinks, caplinks;
+	struct linkset links;
 	struct hmap scanned; /* objscan: (pid or 0, dev, inode) */
 	struct hmap tab;     /* (tgid, id, HK_NAME) -> char *; (tgid, 0, HK_STATUS) -> code;
 			      * (tgid, 0, HK_TEXT) -> char *; (tgid, 0, HK_RANGES) -> struct ranges *;
@@ -236,9 +236,7 @@ void cupti__detach(struct cupti_tracer *c)
 	/* The library sees its semaphores drop and returns to idle on its own. */
 	if (c->rb)
 		ring_buffer__consume(c->rb);
-	for (size_t i = 0; i < c->nlinks; i++)
-		bpf_link__destroy(c->links[i]);
-	c->nlinks = 0;
+	linkset__destroy(&c->links);
 }
 
 void cupti__free(struct cupti_tracer *c)
@@ -247,7 +245,6 @@ void cupti__free(struct cupti_tracer *c)
 		return;
 	if (c->skel)
 		cupti__detach(c);
-	free(c->links);
 	ring_buffer__free(c->rb);
 	hmap_for_each(&c->tab, e)
 	{
@@ -275,21 +272,6 @@ void cupti__set_budget(struct cupti_tracer *c, double budget_pct, double cost_pe
 }
 
 /* ---- attaching ------------------------------------------------------------------------- */
-
-static int add_link(struct cupti_tracer *c, struct bpf_link *l)
-{
-	if (c->nlinks == c->caplinks) {
-		size_t ncap = c->caplinks ? c->caplinks * 2 : 16;
-		struct bpf_link **n = realloc(c->links, ncap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		c->links = n;
-		c->caplinks = ncap;
-	}
-	c->links[c->nlinks++] = l;
-	return 0;
-}
 
 static void scan_object(void *ctx, int pid, int fd, const char *shown)
 {
@@ -324,7 +306,7 @@ static void scan_object(void *ctx, int pid, int fd, const char *shown)
 				probes[i].name, shown, strerror(errno));
 			return;
 		}
-		if (add_link(c, l)) {
+		if (linkset__add(&c->links, l)) {
 			bpf_link__destroy(l);
 			return;
 		}

@@ -8,9 +8,9 @@
 #include <stdint.h>
 
 struct elfsym_want {
-	const char *name;    /* in */
-	uint64_t offset;     /* out: file offset of the function's entry, 0 = not found */
-	uint64_t addr;       /* out: st_value */
+	const char *name; /* in */
+	uint64_t offset;  /* out: file offset of the function's entry, 0 = not found */
+	uint64_t addr;	  /* out: st_value */
 };
 
 /* Look up every wanted name in the object open at FD (defined STT_FUNC/STT_GNU_IFUNC

@@ -18,19 +18,19 @@
 
 struct gov_group {
 	const char *name;
-	bool always;      /* never windowed (name lookups: rare, and needed for names) */
-	bool measured;    /* rate is known (the group was attached for some time) */
-	double rate;      /* hits per second of the busiest thread while attached */
-	double duty;      /* out: attached fraction of each period, (0, 1] */
+	bool always;   /* never windowed (name lookups: rare, and needed for names) */
+	bool measured; /* rate is known (the group was attached for some time) */
+	double rate;   /* hits per second of the busiest thread while attached */
+	double duty;   /* out: attached fraction of each period, (0, 1] */
 };
 
 struct governor {
-	double budget;         /* fraction of a thread's time, e.g. 0.01 */
-	double cost_per_hit;   /* seconds */
-	double cpu_cost;       /* fraction taken by CPU sampling (freq * cost of a sample) */
-	double min_duty;       /* floor for hot groups */
-	double probe_duty;     /* duty of a group whose rate is not known yet */
-	bool exact;            /* every group always attached */
+	double budget;	     /* fraction of a thread's time, e.g. 0.01 */
+	double cost_per_hit; /* seconds */
+	double cpu_cost;     /* fraction taken by CPU sampling (freq * cost of a sample) */
+	double min_duty;     /* floor for hot groups */
+	double probe_duty;   /* duty of a group whose rate is not known yet */
+	bool exact;	     /* every group always attached */
 	int ngroups;
 	struct gov_group g[GOV_MAX_GROUPS];
 };

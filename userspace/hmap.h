@@ -26,6 +26,8 @@ bool hmap__get(const struct hmap *m, uint64_t a, uint64_t b, uint64_t c, uint64_
 /* Free the table (not what values point to). */
 void hmap__clear(struct hmap *m);
 
-#define hmap_for_each(m, e) for (struct hmap_ent *e = (m)->ents; (m)->ents && e < (m)->ents + (m)->cap; e++) if (e->used)
+#define hmap_for_each(m, e)                                                                                            \
+	for (struct hmap_ent *e = (m)->ents; (m)->ents && e < (m)->ents + (m)->cap; e++)                               \
+		if (e->used)
 
 #endif /* GPUBPF_HMAP_H */

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -39,4 +40,27 @@ void links__destroy_all(struct bpf_link **links, size_t n)
 		destroy_slice(&slices[t]);
 	for (size_t t = 0; t < started; t++)
 		pthread_join(tids[t], NULL);
+}
+
+int linkset__add(struct linkset *s, struct bpf_link *l)
+{
+	if (s->n == s->cap) {
+		size_t ncap = s->cap ? s->cap * 2 : 16;
+		struct bpf_link **n = realloc(s->v, ncap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		s->v = n;
+		s->cap = ncap;
+	}
+	s->v[s->n++] = l;
+	return 0;
+}
+
+void linkset__destroy(struct linkset *s)
+{
+	links__destroy_all(s->v, s->n);
+	free(s->v);
+	s->v = NULL;
+	s->n = s->cap = 0;
 }

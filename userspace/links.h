@@ -12,4 +12,15 @@ struct bpf_link;
 /* Destroy every link (NULL entries are skipped); the array itself is not freed. */
 void links__destroy_all(struct bpf_link **links, size_t n);
 
+/* A growing set of the links a tracer attached. Zero-initialized is empty. */
+struct linkset {
+	struct bpf_link **v;
+	size_t n, cap;
+};
+
+/* Keep L. 0 or -ENOMEM (then L is not kept: the caller destroys it). */
+int linkset__add(struct linkset *s, struct bpf_link *l);
+/* Destroy every link (in parallel) and empty the set; it can be reused. */
+void linkset__destroy(struct linkset *s);
+
 #endif /* GPUBPF_LINKS_H */

@@ -12,8 +12,8 @@
 int procroot__open_at(int rootfd, const char *path)
 {
 	struct open_how how = {
-		.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	    .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
+	    .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
 	};
 	struct stat st;
 	int fd;

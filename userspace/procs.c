@@ -44,8 +44,7 @@ struct procs {
 		void *ctx;
 	} on_change[PROCS_MAX_ON_CHANGE];
 	int n_on_change;
-	struct bpf_link **links; /* _dl_debug_state probes */
-	size_t nlinks, caplinks;
+	struct linkset links; /* _dl_debug_state probes */
 };
 
 static struct proc_ent *find(struct procs *p, int pid)
@@ -149,19 +148,13 @@ int procs__attach_dl_state(struct procs *p, int pid, const char *path, uint64_t 
 {
 	struct bpf_link *l;
 
-	if (p->nlinks == p->caplinks) {
-		size_t ncap = p->caplinks ? p->caplinks * 2 : 16;
-		struct bpf_link **n = realloc(p->links, ncap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		p->links = n;
-		p->caplinks = ncap;
-	}
 	l = bpf_program__attach_uprobe(p->skel->progs.on_dl_debug_state, false, pid, path, (size_t)offset);
 	if (!l)
 		return -errno;
-	p->links[p->nlinks++] = l;
+	if (linkset__add(&p->links, l)) {
+		bpf_link__destroy(l);
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -215,8 +208,7 @@ void procs__free(struct procs *p)
 		kill(p->child, SIGKILL);
 		waitpid(p->child, NULL, 0);
 	}
-	links__destroy_all(p->links, p->nlinks);
-	free(p->links);
+	linkset__destroy(&p->links);
 	ring_buffer__free(p->rb);
 	procs_bpf__destroy(p->skel);
 	free(p->ents);

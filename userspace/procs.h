@@ -31,7 +31,7 @@ int procs__spawn(struct procs *p, char **argv);
 /* Let the spawned command exec. Returns 0, or the exec's negative errno (the command
  * could not be started; a message was printed). */
 int procs__release(struct procs *p);
-pid_t procs__child(const struct procs *p); /* the spawned command, or 0 */
+pid_t procs__child(const struct procs *p);	       /* the spawned command, or 0 */
 int procs__child_status(struct procs *p, int *status); /* 0 when it exited and was reaped */
 
 /* Handle lifecycle events for up to timeout_ms. Returns the number handled or a negative errno. */

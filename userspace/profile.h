@@ -16,7 +16,7 @@
 
 #include "syms.h"
 
-#define PROFILE_MAX_TYPES  16
+#define PROFILE_MAX_TYPES 16
 #define PROFILE_MAX_LABELS 8
 #define PROFILE_MAX_FRAMES 256
 
@@ -27,7 +27,7 @@ enum prof_frame_kind {
 };
 
 struct prof_frame {
-	uint32_t kind;        /* enum prof_frame_kind */
+	uint32_t kind; /* enum prof_frame_kind */
 	uint64_t addr;
 	const char *name;     /* PROF_FRAME_SYNTH: display name (copied by the model) */
 	const char *sys_name; /* PROF_FRAME_SYNTH: optional system name, e.g. the mangled kernel name */
@@ -41,9 +41,9 @@ struct prof_label {
 };
 
 struct prof_location {
-	uint32_t id;           /* 1..N in insertion order */
-	uint32_t kind;         /* enum prof_frame_kind */
-	int pid;               /* PROF_FRAME_USER only */
+	uint32_t id;   /* 1..N in insertion order */
+	uint32_t kind; /* enum prof_frame_kind */
+	int pid;       /* PROF_FRAME_USER only */
 	uint64_t addr;
 	bool symbolized;       /* sym is valid */
 	struct sym_result sym; /* for SYNTH: module "[cuda]", one frame with the name */
@@ -111,9 +111,9 @@ int profile__symbolize(struct profile *p, struct syms *s);
 
 /* profile__symbolize with another resolver (tests, replayed symbols): resolve is called
  * for every USER or KERNEL location that is not yet symbolized, or whose last result was
- * not resolved (at most 4 calls per location in all), and fills *out like syms__resolve_user (strings need only live until it
- * returns: the model copies them). A negative return leaves the location as it was;
- * -ENOMEM stops the walk and is returned. */
+ * not resolved (at most 4 calls per location in all), and fills *out like syms__resolve_user (strings need only live
+ * until it returns: the model copies them). A negative return leaves the location as it was; -ENOMEM stops the walk and
+ * is returned. */
 typedef int (*profile_resolve_fn)(void *ctx, const struct prof_location *loc, struct sym_result *out);
 int profile__symbolize_with(struct profile *p, profile_resolve_fn resolve, void *ctx);
 

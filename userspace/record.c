@@ -142,25 +142,28 @@ static void add_comments(struct session *s, const struct cpu_stats *st, const st
 	if (cs->objects) {
 		char duty[256];
 
-		profile__add_comment(s->prof,
-				     "cuda: %llu calls traced by %d probes in %d objects, %llu dropped, %llu stacks lost, "
-				     "%llu name events lost",
-				     (unsigned long long)cs->calls, cs->probes, cs->objects, (unsigned long long)cs->dropped,
-				     (unsigned long long)cs->lost_stacks, (unsigned long long)cs->lost_events);
+		profile__add_comment(
+		    s->prof,
+		    "cuda: %llu calls traced by %d probes in %d objects, %llu dropped, %llu stacks lost, "
+		    "%llu name events lost",
+		    (unsigned long long)cs->calls, cs->probes, cs->objects, (unsigned long long)cs->dropped,
+		    (unsigned long long)cs->lost_stacks, (unsigned long long)cs->lost_events);
 		duty_text(gv, duty, sizeof(duty));
 		if (windowed)
-			profile__add_comment(s->prof,
-					     "cuda: sampled windows under a %.3g%% overhead budget; last duty cycles: %s "
-					     "(syncs, allocations and name lookups always attached); counts and bytes of "
-					     "windowed groups are scaled to estimates of the whole recording; estimated "
-					     "overhead %.3g%% of the busiest target thread; one probe hit costs %.2f us here",
-					     s->opts->budget, duty, 100 * governor__overhead(gv), gv->cost_per_hit * 1e6);
+			profile__add_comment(
+			    s->prof,
+			    "cuda: sampled windows under a %.3g%% overhead budget; last duty cycles: %s "
+			    "(syncs, allocations and name lookups always attached); counts and bytes of "
+			    "windowed groups are scaled to estimates of the whole recording; estimated "
+			    "overhead %.3g%% of the busiest target thread; one probe hit costs %.2f us here",
+			    s->opts->budget, duty, 100 * governor__overhead(gv), gv->cost_per_hit * 1e6);
 		else
-			profile__add_comment(s->prof,
-					     "cuda: exact counts (%s): every probe attached all the time; estimated "
-					     "overhead %.3g%% of the busiest target thread; one probe hit costs %.2f us here",
-					     s->opts->exact ? "--exact" : "this kernel has no uprobe_multi links",
-					     100 * governor__overhead(gv), gv->cost_per_hit * 1e6);
+			profile__add_comment(
+			    s->prof,
+			    "cuda: exact counts (%s): every probe attached all the time; estimated "
+			    "overhead %.3g%% of the busiest target thread; one probe hit costs %.2f us here",
+			    s->opts->exact ? "--exact" : "this kernel has no uprobe_multi links",
+			    100 * governor__overhead(gv), gv->cost_per_hit * 1e6);
 	} else
 		profile__add_comment(s->prof, "cuda: no CUDA runtime or driver entry points found in the targets");
 }
@@ -517,8 +520,9 @@ int record__main(int argc, char **argv)
 				cuda__stats(cuda, &now_cs);
 				show = show && now_cs.objects > 0;
 				duty_text(&gov, duty, sizeof(duty));
-				snprintf(extra, sizeof(extra), "  overhead ~%.2g%%%s%s%s", 100 * governor__overhead(&gov),
-					 show ? " (" : "", show ? duty : "", show ? ")" : "");
+				snprintf(extra, sizeof(extra), "  overhead ~%.2g%%%s%s%s",
+					 100 * governor__overhead(&gov), show ? " (" : "", show ? duty : "",
+					 show ? ")" : "");
 				status__update(&status, t - start, procs__num_live(s.procs), st.samples,
 					       st.lost_stacks + st.dropped + procs__lost_events(s.procs), extra);
 			}
@@ -578,7 +582,8 @@ int record__main(int argc, char **argv)
 		goto cleanup;
 	}
 	if (o.trace)
-		fprintf(stderr, "gpubpf: wrote %s: a timeline of %zu CUDA calls (%llu dropped: --max-events %zu), %.1f s",
+		fprintf(stderr,
+			"gpubpf: wrote %s: a timeline of %zu CUDA calls (%llu dropped: --max-events %zu), %.1f s",
 			o.output, cs.trace_events, (unsigned long long)cs.trace_dropped, o.max_events, elapsed);
 	else
 		fprintf(stderr, "gpubpf: wrote %s: %llu samples, %zu stacks, %.1f s", o.output,

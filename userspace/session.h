@@ -21,8 +21,8 @@ struct session {
 	struct syms *syms;
 	struct procs *procs;
 	struct python *py; /* Python frames (python.c), or NULL: --no-python or not set up */
-	int comms_fd;    /* BPF map tid -> struct gpubpf_comm */
-	int t_samples;   /* sample type indices in prof */
+	int comms_fd;	   /* BPF map tid -> struct gpubpf_comm */
+	int t_samples;	   /* sample type indices in prof */
 	int t_cpu_ns;
 	int t_cuda_calls;
 	int t_cuda_launches;
@@ -30,8 +30,8 @@ struct session {
 	int t_cuda_sync_ns;
 	int t_gpu_alloc;
 	int t_gpu_inuse;
-	int t_gpu_kernel_ns;  /* device-side kernel time (cupti.c) */
-	int t_gpu_memcpy_ns;  /* device-side copy and memset time (cupti.c) */
+	int t_gpu_kernel_ns; /* device-side kernel time (cupti.c) */
+	int t_gpu_memcpy_ns; /* device-side copy and memset time (cupti.c) */
 	int64_t period_ns;
 	uint64_t truncated_stacks; /* stacks that hit STACKS_MAX_DEPTH */
 };

@@ -11,8 +11,7 @@ void status__init(struct status *st, const char *what)
 	st->what = what;
 }
 
-void status__update(struct status *st, double elapsed, int targets, uint64_t samples, uint64_t lost,
-		    const char *extra)
+void status__update(struct status *st, double elapsed, int targets, uint64_t samples, uint64_t lost, const char *extra)
 {
 	if (!st->tty)
 		return;

@@ -13,8 +13,7 @@ struct status {
 };
 
 void status__init(struct status *st, const char *what);
-void status__update(struct status *st, double elapsed, int targets, uint64_t samples, uint64_t lost,
-		    const char *extra);
+void status__update(struct status *st, double elapsed, int targets, uint64_t samples, uint64_t lost, const char *extra);
 void status__clear(struct status *st);
 
 #endif /* GPUBPF_STATUS_H */

@@ -1406,12 +1406,11 @@ static int dwarf_frames(struct syms *s, struct obj *o, uint64_t vaddr, const str
 			 * DWARF name. */
 			/* A local symbol whose DWARF has no linkage name (nvcc's kernel host stubs)
 			 * still has its mangled ELF name: the full signature, parameters and all. */
-			bool mangled_local = !linkage && elf_name && !strncmp(elf_name, "_Z", 2) &&
-					     !strchr(elf_name, '.');
+			bool mangled_local =
+			    !linkage && elf_name && !strncmp(elf_name, "_Z", 2) && !strchr(elf_name, '.');
 
-			if ((!linkage && !name) ||
-			    ((sym->bind != STB_LOCAL || mangled_local) && dwarf_entrypc(&pend[i].die, &entry) == 0 &&
-			     entry == sym->addr)) {
+			if ((!linkage && !name) || ((sym->bind != STB_LOCAL || mangled_local) &&
+						    dwarf_entrypc(&pend[i].die, &entry) == 0 && entry == sym->addr)) {
 				linkage = elf_name;
 				name = NULL;
 			}

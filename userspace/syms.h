@@ -24,8 +24,8 @@ struct sym_frame {
 	const char *func;     /* demangled name; never NULL (falls back to "module+0xoff") */
 	const char *sys_name; /* mangled (linkage) name, or the same as func */
 	const char *file;     /* source file from DWARF, or NULL */
-	int line;             /* source line, or 0 */
-	int start_line;       /* line where the function begins (DW_AT_decl_line), or 0 */
+	int line;	      /* source line, or 0 */
+	int start_line;	      /* line where the function begins (DW_AT_decl_line), or 0 */
 };
 
 struct sym_result {
@@ -33,10 +33,10 @@ struct sym_result {
 	const char *build_id; /* lowercase hex, or NULL */
 	uint64_t map_start;   /* the executable mapping holding the address (0 for kernel) */
 	uint64_t map_limit;
-	uint64_t map_offset;  /* file offset of map_start */
-	uint64_t rel_addr;    /* address relative to the object (the "+0x..." in fallbacks) */
-	bool resolved;        /* a symbol was found (false: frames[0].func is "module+0xoff") */
-	int nframes;          /* >= 1; inlined frames first, the real function last */
+	uint64_t map_offset; /* file offset of map_start */
+	uint64_t rel_addr;   /* address relative to the object (the "+0x..." in fallbacks) */
+	bool resolved;	     /* a symbol was found (false: frames[0].func is "module+0xoff") */
+	int nframes;	     /* >= 1; inlined frames first, the real function last */
 	struct sym_frame frames[SYMS_MAX_INLINE];
 };
 
