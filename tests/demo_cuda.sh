@@ -12,8 +12,14 @@ sudo_prefix=""
 pp() { go tool pprof -symbolize=none "$@" 2>/dev/null; }
 
 echo
-echo "== gpubpf record -o $out -- $wl   (CUDA runtime API traced by uprobes)"
-GPUBPF_WL_REPEAT=10 $sudo_prefix "$G" record -o "$out" -- "$wl"
+# --exact: every call counted, so the numbers below match the workload's own summary
+# line. Without it, hot probe groups are sampled within the 1% overhead budget and the
+# counts are estimates (a short, bursty run like this one is their worst case).
+echo "== gpubpf record --exact -o $out -- $wl   (CUDA runtime API traced by uprobes)"
+GPUBPF_WL_REPEAT=10 $sudo_prefix "$G" record --exact -o "$out" -- "$wl"
+echo
+echo "== gpubpf report $out"
+"$G" report --top 6 "$out"
 echo
 echo "== kernels by launches: go tool pprof -sample_index=cuda_launches -top $out"
 pp -sample_index=cuda_launches -top -nodecount=8 "$out" | sed -n '/flat%/,$p'
