@@ -123,12 +123,7 @@ struct cpu_sampler *cpu__new(struct session *s, int targets_fd, int comms_fd)
 	}
 	c->skel->rodata->trace_all = s->opts->all;
 	c->skel->rodata->self_tgid = (__u32)getpid();
-	/* One target set and one comms map for every BPF object of the session. */
-	err = bpf_map__reuse_fd(c->skel->maps.targets, targets_fd);
-	if (!err)
-		err = bpf_map__reuse_fd(c->skel->maps.comms, comms_fd);
-	if (!err)
-		err = python__prepare(s->py, c->skel->obj); /* Python maps shared, or shrunk when off */
+	err = session__share_maps(s, c->skel->obj, targets_fd, comms_fd);
 	if (err) {
 		pr_err("cannot share the target map: %s", strerror(-err));
 		goto fail;
@@ -203,20 +198,11 @@ static int drain_buffer(struct cpu_sampler *c, unsigned buf)
 
 int cpu__drain(struct cpu_sampler *c, bool final)
 {
-	unsigned old = c->skel->bss->buf_active & 1;
-	struct timespec ts = {0, 2 * 1000 * 1000};
-	int err;
+	int err = drain_buffer(c, stacks__flip(&c->skel->bss->buf_active));
 
-	/* Flip, then give programs that already picked the old buffer time to finish:
-	 * a sampling program runs for microseconds. */
-	c->skel->bss->buf_active = !old;
-	nanosleep(&ts, NULL);
-	err = drain_buffer(c, old);
 	if (err || !final)
 		return err;
-	c->skel->bss->buf_active = old;
-	nanosleep(&ts, NULL);
-	return drain_buffer(c, !old);
+	return drain_buffer(c, stacks__flip(&c->skel->bss->buf_active));
 }
 
 void cpu__stats(struct cpu_sampler *c, struct cpu_stats *out)

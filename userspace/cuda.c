@@ -303,11 +303,7 @@ struct cuda_tracer *cuda__new(struct session *s, int targets_fd, int comms_fd)
 	bpf_program__set_autoload(c->skel->progs.cuda_exit_multi, c->multi);
 	bpf_program__set_expected_attach_type(c->skel->progs.cuda_enter_multi, UMULTI_ATTACH_TYPE);
 	bpf_program__set_expected_attach_type(c->skel->progs.cuda_exit_multi, UMULTI_ATTACH_TYPE);
-	err = bpf_map__reuse_fd(c->skel->maps.targets, targets_fd);
-	if (!err)
-		err = bpf_map__reuse_fd(c->skel->maps.comms, comms_fd);
-	if (!err)
-		err = python__prepare(s->py, c->skel->obj); /* Python maps shared, or shrunk when off */
+	err = session__share_maps(s, c->skel->obj, targets_fd, comms_fd);
 	if (err) {
 		pr_err("cannot share the target map with the CUDA tracer: %s", strerror(-err));
 		goto fail;
@@ -739,20 +735,12 @@ static void observe_rates(struct cuda_tracer *c)
 
 int cuda__drain(struct cuda_tracer *c, bool final)
 {
-	unsigned old = c->skel->bss->buf_active & 1;
-	struct timespec ts = {0, 2 * 1000 * 1000};
-	double now;
-	int err;
+	unsigned old = stacks__flip(&c->skel->bss->buf_active);
+	double now = settle_windows(c);
+	int err = drain_buffer(c, old);
 
-	c->skel->bss->buf_active = !old;
-	nanosleep(&ts, NULL);
-	now = settle_windows(c);
-	err = drain_buffer(c, old);
-	if (!err && final) {
-		c->skel->bss->buf_active = old;
-		nanosleep(&ts, NULL);
-		err = drain_buffer(c, !old);
-	}
+	if (!err && final)
+		err = drain_buffer(c, stacks__flip(&c->skel->bss->buf_active));
 	observe_rates(c);
 	for (int g = 0; g < CG__COUNT; g++)
 		c->attached_s[g] = 0;

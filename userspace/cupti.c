@@ -199,9 +199,7 @@ struct cupti_tracer *cupti__new(struct session *s, int targets_fd, int comms_fd)
 	}
 	c->skel->rodata->trace_all = s->opts->all;
 	c->skel->rodata->self_tgid = (__u32)getpid();
-	err = bpf_map__reuse_fd(c->skel->maps.targets, targets_fd);
-	if (!err)
-		err = bpf_map__reuse_fd(c->skel->maps.comms, comms_fd);
+	err = session__share_maps(s, c->skel->obj, targets_fd, comms_fd);
 	if (err) {
 		pr_err("cannot share the target map with the device time tracer: %s", strerror(-err));
 		goto fail;
@@ -500,20 +498,14 @@ static int drain_buffer(struct cupti_tracer *c, unsigned buf)
 
 int cupti__drain(struct cupti_tracer *c, bool final)
 {
-	unsigned old = c->skel->bss->buf_active & 1;
-	struct timespec ts = {0, 2 * 1000 * 1000};
 	int err;
 
 	/* Names first: the records about to be drained may use them. */
 	ring_buffer__consume(c->rb);
-	c->skel->bss->buf_active = !old;
-	nanosleep(&ts, NULL);
-	err = drain_buffer(c, old);
+	err = drain_buffer(c, stacks__flip(&c->skel->bss->buf_active));
 	if (!err && final) {
 		ring_buffer__consume(c->rb);
-		c->skel->bss->buf_active = old;
-		nanosleep(&ts, NULL);
-		err = drain_buffer(c, !old);
+		err = drain_buffer(c, stacks__flip(&c->skel->bss->buf_active));
 	}
 	return err;
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 
 #include "procs.h"
 #include "python.h"
@@ -197,4 +198,22 @@ int session__add_stack_sample_py(struct session *s, uint32_t pid, uint32_t tid, 
 	if (n == 0)
 		frames[n++] = (struct prof_frame){.kind = PROF_FRAME_SYNTH, .name = "[stack lost]"};
 	return profile__add_sample(s->prof, (int)pid, (int)tid, frames, n, labels, nl, values);
+}
+
+int session__share_maps(struct session *s, struct bpf_object *obj, int targets_fd, int comms_fd)
+{
+	struct bpf_map *targets = bpf_object__find_map_by_name(obj, "targets");
+	struct bpf_map *comms = bpf_object__find_map_by_name(obj, "comms");
+	int err;
+
+	if (!targets || !comms)
+		return -ENOENT;
+	/* One target set and one comms map for every BPF object of the session. */
+	err = bpf_map__reuse_fd(targets, targets_fd);
+	if (!err)
+		err = bpf_map__reuse_fd(comms, comms_fd);
+	/* Python maps shared, or shrunk when Python frames are off. */
+	if (!err && bpf_object__find_map_by_name(obj, "py_procs"))
+		err = python__prepare(s->py, obj);
+	return err;
 }

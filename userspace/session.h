@@ -36,6 +36,11 @@ struct session {
 	uint64_t truncated_stacks; /* stacks that hit STACKS_MAX_DEPTH */
 };
 
+/* Make OBJ (opened, not loaded) use the session's one target set and comms map, and the
+ * Python maps when it has them. 0 or a negative errno. */
+struct bpf_object;
+int session__share_maps(struct session *s, struct bpf_object *obj, int targets_fd, int comms_fd);
+
 #define SESSION_LABELS 4
 
 /* Fill the standard labels of a sample (pid, tid, thread_name, process_name). Strings

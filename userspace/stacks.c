@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -56,4 +57,16 @@ uint64_t stacks__stat(int stats_fd, uint32_t idx)
 			sum += vals[i];
 	free(vals);
 	return sum;
+}
+
+unsigned stacks__flip(volatile uint32_t *active)
+{
+	unsigned old = *active & 1;
+	/* A BPF program runs for microseconds: 2 ms is far past the last one that read the
+	 * old value. */
+	struct timespec ts = {0, 2 * 1000 * 1000};
+
+	*active = !old;
+	nanosleep(&ts, NULL);
+	return old;
 }
