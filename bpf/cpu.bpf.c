@@ -3,6 +3,7 @@
  * of targets are counted in the kernel by (tgid, tid, user stack, kernel stack). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include "regs.bpf.h"
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 

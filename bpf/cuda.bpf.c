@@ -7,6 +7,7 @@
  * (CUDA_COOKIE) says which function it is and how to decode its arguments. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include "regs.bpf.h"
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
@@ -92,6 +93,15 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 256 * 1024);
 } cuda_events SEC(".maps");
+
+/* Entry hits on targets per probe group: what the probes cost since the last look (the
+ * overhead guard reads them every few milliseconds). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cuda_group_hits);
+} group_hits SEC(".maps");
 
 /* Counted calls whose aggregation entry could not be created, and lost name events. */
 __u64 dropped_calls = 0;
@@ -184,6 +194,13 @@ static __always_inline int enter(struct pt_regs *ctx)
 	}
 	if (!is_target(tgid))
 		return 0;
+	{
+		__u32 zero = 0;
+		struct cuda_group_hits *h = bpf_map_lookup_elem(&group_hits, &zero);
+
+		if (h)
+			h->n[CUDA_COOKIE_GROUP(cookie) & (CUDA_GROUPS_MAX - 1)] += 1;
+	}
 	if (nested_call(ctx, tid, CUDA_COOKIE_RUNTIME(cookie)))
 		return 0;
 

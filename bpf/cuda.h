@@ -40,6 +40,15 @@ enum cuda_class {
 #define CUDA_COOKIE_ELEM(c) ((__u32)(((c) >> 28) & 0xf))
 #define CUDA_COOKIE_ASYNC(c) ((__u32)(((c) >> 32) & 1))
 #define CUDA_COOKIE_RUNTIME(c) ((__u32)(((c) >> 33) & 1))
+/* The probe group (userspace's enum cuda_group), for the per-group hit counters. */
+#define CUDA_COOKIE_WITH_GROUP(c, g) ((c) | ((__u64)(g) << 40))
+#define CUDA_COOKIE_GROUP(c) ((__u32)(((c) >> 40) & 0x7))
+#define CUDA_GROUPS_MAX 8
+
+/* Entry hits on targets per group: one per-CPU value, read in one lookup. */
+struct cuda_group_hits {
+	__u64 n[CUDA_GROUPS_MAX];
+};
 
 /* Memcpy directions, as cudaMemcpyKind; 5 = memset. */
 #define CUDA_DIR_HTOH 0

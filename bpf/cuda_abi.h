@@ -29,7 +29,7 @@
 
 /* libbpf < 1.2 (Debian 12 ships 1.1) has no PT_REGS_PARM6. */
 #ifndef PT_REGS_PARM6
-#define PT_REGS_PARM6(x) (((const struct pt_regs *)(x))->r9)
+#define PT_REGS_PARM6(x) (__PT_REGS_CAST(x)->r9)
 #endif
 
 /* enum cudaMemcpyKind (driver_types.h, CUDA 13), 4 bytes. */

@@ -11,6 +11,7 @@
  * Everything read from the target is validated: magic, version, bounded counts, kinds. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include "regs.bpf.h"
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/usdt.bpf.h>

@@ -34,6 +34,15 @@ struct gpubpf_comm {
 	char pcomm[16]; /* process (group leader) name */
 };
 
+/* Byte offsets in struct task_struct of what BPF reads there (userspace/kbtf.c fills
+ * them from the kernel's BTF before load; 0: unknown, not read). */
+struct task_offsets {
+	__u32 group_leader;
+	__u32 comm;
+	__u32 fsbase; /* thread.fsbase (x86-64) */
+	__u32 pad;
+};
+
 /* Value of the targets map: why a process is traced. */
 enum target_flags {
 	TARGET_ROOT = 1,     /* named by the user (-p, or the command started with --) */

@@ -75,9 +75,12 @@ static __always_inline __u64 py_thread_key(const struct py_proc *pp, __u32 tid)
 {
 #if defined(__TARGET_ARCH_x86)
 	if (pp->flags & PY_F_MATCH_FSBASE) {
-		struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+		void *task = (void *)bpf_get_current_task();
+		__u64 fs = 0;
 
-		return BPF_CORE_READ(task, thread.fsbase);
+		if (!task_off.fsbase || bpf_probe_read_kernel(&fs, sizeof(fs), task + task_off.fsbase))
+			return 0;
+		return fs;
 	}
 #else
 	if (pp->flags & PY_F_MATCH_FSBASE)

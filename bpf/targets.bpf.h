@@ -17,6 +17,9 @@ struct {
 /* Set by userspace before load: trace every process (-a). gpubpf's own tgid is never traced. */
 const volatile bool trace_all = false;
 const volatile __u32 self_tgid = 0;
+/* Set by userspace before load (userspace/kbtf.c): no CO-RE relocations, so libbpf need
+ * not parse the kernel's BTF again for every object. */
+const volatile struct task_offsets task_off = {};
 
 /* Thread and process names by tid: labels for samples of threads gone by export time.
  * LRU, so -a on a busy host cannot fill it. Shared like targets. */
@@ -31,11 +34,13 @@ struct {
 static __always_inline void record_comm(__u32 tgid, __u32 tid)
 {
 	struct gpubpf_comm c = {};
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	void *task = (void *)bpf_get_current_task(), *leader = NULL;
 
 	c.tgid = tgid;
 	bpf_get_current_comm(c.comm, sizeof(c.comm));
-	BPF_CORE_READ_STR_INTO(&c.pcomm, task, group_leader, comm);
+	if (task_off.group_leader && task_off.comm &&
+	    !bpf_probe_read_kernel(&leader, sizeof(leader), task + task_off.group_leader) && leader)
+		bpf_probe_read_kernel_str(c.pcomm, sizeof(c.pcomm), leader + task_off.comm);
 	bpf_map_update_elem(&comms, &tid, &c, BPF_ANY);
 }
 

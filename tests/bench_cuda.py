@@ -54,15 +54,19 @@ def gated_run(cmd, env, attach):
     assert p.stdout.readline().strip() == "ready"
     rec = None
     if attach:
-        rec = subprocess.Popen([G, "record", "-p", str(p.pid), "-o", attach], stderr=subprocess.DEVNULL)
-        # attached when gpubpf holds perf events and BPF links
-        for _ in range(400):
-            fds = os.listdir(f"/proc/{rec.pid}/fd")
-            links = sum(1 for f in fds if "bpf_link" in os.readlink(f"/proc/{rec.pid}/fd/{f}")
-                        or "perf_event" in os.readlink(f"/proc/{rec.pid}/fd/{f}"))
-            if links >= 3:
+        ready = attach + ".ready"
+        if os.path.exists(ready):
+            os.unlink(ready)
+        rec = subprocess.Popen([G, "record", "-p", str(p.pid), "-o", attach], stderr=subprocess.DEVNULL,
+                               env=dict(os.environ, GPUBPF_READY_FILE=ready))
+        # gpubpf writes its pid there once it records (probes attached, sampling on)
+        for _ in range(800):
+            if os.path.exists(ready) and open(ready).read().strip() == str(rec.pid):
                 break
-            time.sleep(0.025)
+            time.sleep(0.0125)
+        else:
+            sys.exit("gpubpf did not start recording within 10 s")
+        os.unlink(ready)
         time.sleep(0.3)
     t0 = time.monotonic()
     p.stdin.write("go\n")

@@ -45,6 +45,7 @@ struct cuda_tracer {
 	double on_since[CG__COUNT];	    /* when an attached group was attached */
 	double attached_s[CG__COUNT];	    /* attached seconds since the last drain */
 	_Atomic int64_t late_ns[CG__COUNT]; /* attached while closes were pending (close threads) */
+	struct cuda_group_hits *hits_buf;   /* one per possible CPU, for cuda__group_hits */
 	double last_drain;
 	struct governor *gov;	 /* rates are reported here */
 	bool scaled;		 /* windowed: scale counts by attached time */
@@ -285,6 +286,7 @@ struct cuda_tracer *cuda__new(struct session *s, int targets_fd, int comms_fd)
 	}
 	c->skel->rodata->trace_all = s->opts->all;
 	c->skel->rodata->self_tgid = (__u32)getpid();
+	c->skel->rodata->task_off = s->task_off;
 	c->multi = umulti__supported() && !getenv("GPUBPF_NO_UPROBE_MULTI");
 	c->trace = s->opts->trace;
 	if (c->trace) {
@@ -350,6 +352,7 @@ void cuda__free(struct cuda_tracer *c)
 	for (size_t i = 0; i < c->nobjs; i++)
 		cobj_free(c->objs[i]);
 	free(c->objs);
+	free(c->hits_buf);
 	hmap_for_each(&c->names, e) free((char *)(uintptr_t)e->val);
 	hmap__clear(&c->names);
 	hmap__clear(&c->kfuncs);
@@ -716,20 +719,24 @@ static double settle_windows(struct cuda_tracer *c)
 	return now;
 }
 
-/* Feed the governor: the busiest thread's hits per attached second, per group. */
+/* Feed the governor: the hits of the busiest thread and of all threads per attached
+ * second, per group. */
 static void observe_rates(struct cuda_tracer *c)
 {
-	double max[CG__COUNT] = {0};
+	double max[CG__COUNT] = {0}, sum[CG__COUNT] = {0};
 
 	hmap_for_each(&c->tidhits, e)
 	{
-		if (e->k[1] < CG__COUNT && (double)e->val > max[e->k[1]])
+		if (e->k[1] >= CG__COUNT)
+			continue;
+		sum[e->k[1]] += (double)e->val;
+		if ((double)e->val > max[e->k[1]])
 			max[e->k[1]] = (double)e->val;
 	}
 	hmap__clear(&c->tidhits);
 	for (int g = 0; c->gov && g < CG__COUNT && g < c->gov->ngroups; g++) {
 		if (c->attached_s[g] > 0)
-			governor__observe(c->gov, g, max[g], c->attached_s[g]);
+			governor__observe(c->gov, g, max[g], sum[g], c->attached_s[g]);
 	}
 }
 
@@ -770,11 +777,29 @@ bool cuda__group_on(const struct cuda_tracer *c, int g)
 	return g >= 0 && g < CG__COUNT && c->group_on[g];
 }
 
-/* gpubpf's own function, probed at start-up to measure what one hit costs here. */
+/* gpubpf's own function, probed at start-up to measure what one hit costs here. Its
+ * first instruction is what every CUDA entry point begins with (all of libcudart's and
+ * libcuda's exported functions start with `push %rbp`), because that decides the cost:
+ * x86 uprobes emulate a push, but single-step most other instructions out of line, one
+ * more trap, which more than doubled the measured cost in this VM (23 us against 10). */
+void gpubpf_calibration_target(volatile int *x);
+#if defined(__x86_64__)
+__asm__(".text\n"
+	".globl gpubpf_calibration_target\n"
+	".type gpubpf_calibration_target, @function\n"
+	"gpubpf_calibration_target:\n"
+	"\tpush %rbp\n"
+	"\tmov %rsp, %rbp\n"
+	"\taddl $1, (%rdi)\n"
+	"\tpop %rbp\n"
+	"\tret\n"
+	".size gpubpf_calibration_target, .-gpubpf_calibration_target\n");
+#else
 __attribute__((noinline, used)) void gpubpf_calibration_target(volatile int *x)
 {
 	(*x)++;
 }
+#endif
 
 static double time_calls(int n)
 {
@@ -790,10 +815,10 @@ double cuda__calibrate(struct cuda_tracer *c)
 {
 	struct elfsym_want w = {.name = "gpubpf_calibration_target"};
 	uint64_t cookie = CUDA_COOKIE(0xffff, CC_CALIBRATE, 0, 0, 0, 0);
-	const int n = 1000; /* x3 probed runs at ~20 us a hit: ~60 ms of gpubpf's time */
+	const int n = 1000; /* x3 probed runs at ~10 us a call: ~30 ms of gpubpf's time */
 	double base = 1e9, probed = 1e9, cost;
-	struct bpf_link *l = NULL;
-	int fd, lfd = -1;
+	struct bpf_link *l[2] = {NULL, NULL};
+	int fd, lfd[2] = {-1, -1}, nl = 0;
 
 	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || elfsym__lookup_fd(fd, &w, 1) != 1) {
@@ -801,44 +826,61 @@ double cuda__calibrate(struct cuda_tracer *c)
 			close(fd);
 		return -1;
 	}
-	if (c->multi) {
-		lfd = umulti__attach(bpf_program__fd(c->skel->progs.cuda_enter_multi), "/proc/self/exe", &w.offset,
-				     &cookie, 1, false, getpid());
-	} else {
-		LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie);
-
-		l = bpf_program__attach_uprobe_opts(c->skel->progs.cuda_enter, getpid(), "/proc/self/exe",
-						    (size_t)w.offset, &opts);
-	}
 	close(fd);
-	if (lfd < 0 && !l)
-		return -1;
-	/* Best of three: the least disturbed run is the closest to the real cost. */
-	for (int r = 0; r < 3; r++) {
-		double t = time_calls(n);
-
-		if (t < probed)
-			probed = t;
-	}
-	if (lfd >= 0) {
-		struct close_batch *b = malloc(sizeof(*b) + sizeof(int));
-
-		if (b) {
-			b->late_ns = NULL;
-			b->n = 1;
-			b->fds[0] = lfd;
-			close_async(b);
-		} else {
-			close(lfd);
-		}
-	}
-	bpf_link__destroy(l);
+	/* The unprobed cost first: after the probes, their closing (on a thread) could
+	 * still be under way and make the base look dearer, the cost cheaper. */
 	for (int r = 0; r < 3; r++) {
 		double t = time_calls(n);
 
 		if (t < base)
 			base = t;
 	}
+	/* Entry and return, as on every traced CUDA function: a hit is one traced call. */
+	for (int ret = 0; ret < 2; ret++) {
+		if (c->multi) {
+			struct bpf_program *p = ret ? c->skel->progs.cuda_exit_multi : c->skel->progs.cuda_enter_multi;
+
+			lfd[ret] =
+			    umulti__attach(bpf_program__fd(p), "/proc/self/exe", &w.offset, &cookie, 1, ret, getpid());
+			nl += lfd[ret] >= 0;
+		} else {
+			LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = ret);
+			struct bpf_program *p = ret ? c->skel->progs.cuda_exit : c->skel->progs.cuda_enter;
+
+			l[ret] =
+			    bpf_program__attach_uprobe_opts(p, getpid(), "/proc/self/exe", (size_t)w.offset, &opts);
+			nl += l[ret] != NULL;
+		}
+	}
+	if (nl == 2) {
+		/* Best of three: the least disturbed run is the closest to the real cost. */
+		for (int r = 0; r < 3; r++) {
+			double t = time_calls(n);
+
+			if (t < probed)
+				probed = t;
+		}
+	}
+	if (lfd[0] >= 0 || lfd[1] >= 0) {
+		struct close_batch *b = malloc(sizeof(*b) + 2 * sizeof(int));
+
+		if (b) {
+			b->late_ns = NULL;
+			b->n = 0;
+			for (int i = 0; i < 2; i++)
+				if (lfd[i] >= 0)
+					b->fds[b->n++] = lfd[i];
+			close_async(b);
+		} else {
+			for (int i = 0; i < 2; i++)
+				if (lfd[i] >= 0)
+					close(lfd[i]);
+		}
+	}
+	bpf_link__destroy(l[0]);
+	bpf_link__destroy(l[1]);
+	if (nl != 2)
+		return -1;
 	if (c->skel->bss->calib_hits < (uint64_t)n)
 		return -1;
 	cost = (probed - base) / n;
@@ -890,7 +932,21 @@ struct trace *cuda__take_trace(struct cuda_tracer *c)
 	return t;
 }
 
-uint64_t cuda__hits(struct cuda_tracer *c)
+void cuda__group_hits(struct cuda_tracer *c, uint64_t hits[CG__COUNT])
 {
-	return stacks__stat(bpf_map__fd(c->skel->maps.stats), STAT_SAMPLES);
+	int ncpu = libbpf_num_possible_cpus();
+	struct cuda_group_hits *v;
+	uint32_t zero = 0;
+
+	memset(hits, 0, sizeof(uint64_t) * CG__COUNT);
+	if (ncpu <= 0)
+		return;
+	if (!c->hits_buf)
+		c->hits_buf = calloc((size_t)ncpu, sizeof(*v));
+	v = c->hits_buf;
+	if (!v || bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.group_hits), &zero, v))
+		return;
+	for (int i = 0; i < ncpu; i++)
+		for (int g = 0; g < CG__COUNT; g++)
+			hits[g] += v[i].n[g];
 }

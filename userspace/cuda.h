@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cuda_api.h"
 #include "session.h"
 
 struct cuda_tracer;
@@ -46,8 +47,9 @@ void cuda__set_governor(struct cuda_tracer *c, struct governor *gov, bool window
 void cuda__start(struct cuda_tracer *c);
 void cuda__set_group(struct cuda_tracer *c, int group, bool on);
 bool cuda__group_on(const struct cuda_tracer *c, int group);
-/* Calls counted so far by the probes (all groups): cheap enough to read often. */
-uint64_t cuda__hits(struct cuda_tracer *c);
+/* Entry hits on the targets so far, per group (enum cuda_group): cheap enough to read
+ * every few milliseconds. */
+void cuda__group_hits(struct cuda_tracer *c, uint64_t hits[CG__COUNT]);
 /* Seconds one probe hit costs the calling thread, measured on a function of gpubpf's
  * own; negative when it cannot be measured. */
 double cuda__calibrate(struct cuda_tracer *c);

@@ -150,5 +150,5 @@ uint64_t cuda_api__cookie(int i)
 {
 	const struct cuda_api *a = &cuda_apis[i];
 
-	return CUDA_COOKIE(i, a->cls, a->dir, a->elem, a->async, a->runtime);
+	return CUDA_COOKIE_WITH_GROUP(CUDA_COOKIE(i, a->cls, a->dir, a->elem, a->async, a->runtime), a->group);
 }

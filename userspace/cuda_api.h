@@ -16,6 +16,7 @@ enum cuda_group {
 	CG_NAME,       /* name lookups: not counted, they teach kernel names */
 	CG__COUNT,
 };
+_Static_assert(CG__COUNT <= CUDA_GROUPS_MAX, "the cookie holds 3 bits of group");
 
 struct cuda_api {
 	const char *name;

@@ -49,6 +49,8 @@ struct cupti_tracer {
 			      * (tgid, 0, HK_TEXT) -> char *; (tgid, 0, HK_RANGES) -> struct ranges *;
 			      * (tgid, 0, HK_LIB) -> 1 */
 	int objects;
+	int targets_fd, comms_fd;
+	bool load_failed; /* the BPF object is loaded when the first library is found */
 	uint32_t max_rate;
 	uint64_t kernels, copies, kernel_ns, copy_ns;
 	char reason[512];
@@ -164,6 +166,51 @@ static int on_event(void *ctx, void *data, size_t len)
 
 static void on_change(void *ctx, int pid);
 
+/* The BPF side, loaded when the first target with the library shows up: most targets
+ * never have it, and loading costs ~75 ms of CPU (BTF, maps, verifier). */
+static int load_bpf(struct cupti_tracer *c)
+{
+	struct session *s = c->s;
+	int err;
+
+	if (c->skel)
+		return 0;
+	if (c->load_failed)
+		return -EAGAIN;
+	c->skel = cupti_bpf__open();
+	if (!c->skel) {
+		err = -errno;
+		pr_warn("no device time: cannot open its BPF object: %s", strerror(-err));
+		goto fail;
+	}
+	c->skel->rodata->trace_all = s->opts->all;
+	c->skel->rodata->self_tgid = (__u32)getpid();
+	c->skel->rodata->task_off = s->task_off;
+	err = session__share_maps(s, c->skel->obj, c->targets_fd, c->comms_fd);
+	if (err) {
+		pr_warn("no device time: cannot share the target map with its tracer: %s", strerror(-err));
+		goto fail;
+	}
+	err = cupti_bpf__load(c->skel);
+	if (err) {
+		pr_warn("no device time: cannot load its BPF programs: %s (run with -v for the verifier log)",
+			strerror(-err));
+		goto fail;
+	}
+	c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.dev_events), on_event, c, NULL);
+	if (!c->rb) {
+		err = -errno;
+		pr_warn("no device time: cannot read its events: %s", strerror(-err));
+		goto fail;
+	}
+	return 0;
+fail:
+	cupti_bpf__destroy(c->skel);
+	c->skel = NULL;
+	c->load_failed = true;
+	return err;
+}
+
 static int ensure_type(struct session *s, int *idx, const char *type)
 {
 	int i = profile__find_type(s->prof, type);
@@ -191,31 +238,8 @@ struct cupti_tracer *cupti__new(struct session *s, int targets_fd, int comms_fd)
 		pr_err("cannot add the device time sample types: %s", strerror(-err));
 		goto fail;
 	}
-	c->skel = cupti_bpf__open();
-	if (!c->skel) {
-		err = -errno;
-		pr_err("cannot open the device time BPF object: %s", strerror(-err));
-		goto fail;
-	}
-	c->skel->rodata->trace_all = s->opts->all;
-	c->skel->rodata->self_tgid = (__u32)getpid();
-	err = session__share_maps(s, c->skel->obj, targets_fd, comms_fd);
-	if (err) {
-		pr_err("cannot share the target map with the device time tracer: %s", strerror(-err));
-		goto fail;
-	}
-	err = cupti_bpf__load(c->skel);
-	if (err) {
-		pr_err("cannot load the device time BPF programs: %s (run with -v for the verifier log)",
-		       strerror(-err));
-		goto fail;
-	}
-	c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.dev_events), on_event, c, NULL);
-	if (!c->rb) {
-		err = -errno;
-		pr_err("cannot read the device time events: %s", strerror(-err));
-		goto fail;
-	}
+	c->targets_fd = targets_fd;
+	c->comms_fd = comms_fd;
 	cupti__set_budget(c, s->opts->budget, 5e-6, s->opts->exact);
 	err = procs__add_on_change(s->procs, on_change, c);
 	if (err) {
@@ -274,6 +298,13 @@ void cupti__set_budget(struct cupti_tracer *c, double budget_pct, double cost_pe
 static void scan_object(void *ctx, int pid, int fd, const char *shown)
 {
 	struct cupti_tracer *c = ctx;
+	const char *base = strrchr(shown, '/');
+	char path[64];
+	int attach_pid = c->s->opts->all ? -1 : pid;
+
+	base = base ? base + 1 : shown;
+	if (strncmp(base, "libgpubpf_inject", 16) != 0 || load_bpf(c))
+		return;
 	/* launch last: the library turns on when launch's and records' semaphores are both
 	 * up, and by then name and status are listening too. */
 	const struct {
@@ -285,13 +316,6 @@ static void scan_object(void *ctx, int pid, int fd, const char *shown)
 	    {c->skel->progs.dev_records, "records"},
 	    {c->skel->progs.dev_launch, "launch"},
 	};
-	const char *base = strrchr(shown, '/');
-	char path[64];
-	int attach_pid = c->s->opts->all ? -1 : pid;
-
-	base = base ? base + 1 : shown;
-	if (strncmp(base, "libgpubpf_inject", 16) != 0)
-		return;
 	/* The kernel resolves this magic link to exactly the file objscan opened inside the
 	 * target's root. */
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
@@ -345,7 +369,8 @@ int cupti__scan(struct cupti_tracer *c)
 
 	for (int i = 0; i < n; i++)
 		scan_pid(c, pids[i]);
-	ring_buffer__consume(c->rb);
+	if (c->rb)
+		ring_buffer__consume(c->rb);
 	return 0;
 }
 
@@ -500,6 +525,8 @@ int cupti__drain(struct cupti_tracer *c, bool final)
 {
 	int err;
 
+	if (!c->skel)
+		return 0;
 	/* Names first: the records about to be drained may use them. */
 	ring_buffer__consume(c->rb);
 	err = drain_buffer(c, stacks__flip(&c->skel->bss->buf_active));
@@ -514,11 +541,16 @@ int cupti__drain(struct cupti_tracer *c, bool final)
 
 void cupti__stats(struct cupti_tracer *c, struct cupti_stats *out)
 {
-	int procs_fd = bpf_map__fd(c->skel->maps.dev_procs), fd = bpf_map__fd(c->skel->maps.stats);
 	__u32 k, nk, *prev = NULL;
 	struct dev_proc p;
+	int procs_fd, fd;
 
 	memset(out, 0, sizeof(*out));
+	out->max_rate = c->max_rate;
+	if (!c->skel)
+		return;
+	procs_fd = bpf_map__fd(c->skel->maps.dev_procs);
+	fd = bpf_map__fd(c->skel->maps.stats);
 	while (bpf_map_get_next_key(procs_fd, prev, &nk) == 0) {
 		k = nk;
 		prev = &k;
@@ -554,9 +586,15 @@ const char *cupti__unavailable_reason(struct cupti_tracer *c)
 	const char *lib = cupti__library_path();
 	const char *why = NULL;
 
-	ring_buffer__consume(c->rb);
+	if (c->rb)
+		ring_buffer__consume(c->rb);
 	if (c->kernels || c->copies)
 		return NULL;
+	if (c->load_failed) {
+		snprintf(c->reason, sizeof(c->reason),
+			 "a target has the injection library, but the device time BPF programs could not be loaded");
+		return c->reason;
+	}
 	if (!c->objects) {
 		snprintf(c->reason, sizeof(c->reason),
 			 "no target had the injection library loaded (start the job with CUDA_INJECTION64_PATH=%s)",

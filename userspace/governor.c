@@ -72,17 +72,49 @@ double governor__overhead(const struct governor *gv)
 	return sum;
 }
 
-void governor__observe(struct governor *gv, int group, double hits, double attached)
+static double smooth(bool measured, double old, double r)
+{
+	/* Up at once, down by halves: a job's phases come back, and a group that was hot a
+	 * moment ago would cost its full price before the guard caught it again. */
+	return measured && r < old ? 0.5 * old + 0.5 * r : r;
+}
+
+void governor__observe(struct governor *gv, int group, double busiest, double all, double attached)
 {
 	struct gov_group *g;
-	double r;
+	double r, a;
 
 	if (group < 0 || group >= gv->ngroups || attached <= 0)
 		return;
 	g = &gv->g[group];
-	r = hits / attached;
-	g->rate = g->measured ? 0.5 * g->rate + 0.5 * r : r;
+	r = busiest / attached;
+	a = all / attached;
+	if (g->peak > a) {
+		/* The busiest thread's share of the hits, from this interval (all of them
+		 * when there were none to tell). */
+		r = g->peak * (all > 0 ? busiest / all : 1);
+		a = g->peak;
+	}
+	g->rate = smooth(g->measured, g->rate, r);
+	g->all = smooth(g->measured, g->all, a);
+	g->peak = 0;
 	g->measured = true;
+}
+
+bool governor__guard(struct governor *gv, int group, double hits, double dt)
+{
+	struct gov_group *g;
+	double allowed;
+
+	if (group < 0 || group >= gv->ngroups || dt <= 0 || gv->exact)
+		return false;
+	g = &gv->g[group];
+	if (hits / dt > g->peak)
+		g->peak = hits / dt;
+	if (g->always)
+		return false;
+	allowed = 2 * (g->all * gv->cost_per_hit + gv->budget) * dt;
+	return hits * gv->cost_per_hit > allowed;
 }
 
 double governor__scale(double attached, double elapsed)

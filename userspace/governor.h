@@ -21,6 +21,8 @@ struct gov_group {
 	bool always;   /* never windowed (name lookups: rare, and needed for names) */
 	bool measured; /* rate is known (the group was attached for some time) */
 	double rate;   /* hits per second of the busiest thread while attached */
+	double all;    /* hits per second of all threads together while attached */
+	double peak;   /* highest all-thread rate the guard saw since the last observe */
 	double duty;   /* out: attached fraction of each period, (0, 1] */
 };
 
@@ -41,9 +43,18 @@ void governor__plan(struct governor *gv);
 /* Estimated cost to the busiest thread at the planned duties (a fraction). */
 double governor__overhead(const struct governor *gv);
 
-/* Update a group's rate from HITS of its busiest thread over ATTACHED seconds. Smoothed
- * (new windows weigh half) so one odd window does not swing the plan. */
-void governor__observe(struct governor *gv, int group, double hits, double attached);
+/* Update a group's rates from the hits of its busiest thread (BUSIEST) and of all its
+ * threads (ALL) over ATTACHED seconds. A higher rate is taken at once; a lower one weighs
+ * half, so a group cold for one window (a job's phase, the start before the first call)
+ * does not lose its history. A peak the guard saw since the last call counts too: a
+ * group idle for most of its attached time and then hot is as hot as the peak says. */
+void governor__observe(struct governor *gv, int group, double busiest, double all, double attached);
+
+/* The guard's look at one group: HITS of all threads over the last DT seconds. Returns
+ * true when that cost is well over what the plan allowed the group (twice its planned
+ * cost rate, plus twice the budget for groups planned at rate ~0): the caller detaches
+ * it until the next plan. Remembers the rate as a peak for the next observe. */
+bool governor__guard(struct governor *gv, int group, double hits, double dt);
 
 /* The factor that scales counts gathered while attached for ATTACHED out of ELAPSED
  * seconds to an estimate of the whole ELAPSED (1 when always attached). */

@@ -158,7 +158,7 @@ int procs__attach_dl_state(struct procs *p, int pid, const char *path, uint64_t 
 	return 0;
 }
 
-struct procs *procs__new(const struct record_opts *o, struct syms *syms)
+struct procs *procs__new(const struct record_opts *o, struct syms *syms, const struct task_offsets *task_off)
 {
 	struct procs *p = calloc(1, sizeof(*p));
 	int err;
@@ -176,6 +176,7 @@ struct procs *procs__new(const struct record_opts *o, struct syms *syms)
 	}
 	p->skel->rodata->trace_all = o->all;
 	p->skel->rodata->self_tgid = (__u32)getpid();
+	p->skel->rodata->task_off = *task_off;
 	p->skel->rodata->follow_children = o->inherit;
 	err = procs_bpf__load(p->skel);
 	if (err)

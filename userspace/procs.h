@@ -16,7 +16,8 @@
 struct procs;
 
 /* Loads and attaches the lifecycle tracepoints. NULL with errno set on failure. */
-struct procs *procs__new(const struct record_opts *o, struct syms *syms);
+/* TASK_OFF: kbtf__task_offsets() of the session, for the BPF side. */
+struct procs *procs__new(const struct record_opts *o, struct syms *syms, const struct task_offsets *task_off);
 void procs__free(struct procs *p); /* accepts NULL */
 
 int procs__targets_fd(const struct procs *p);

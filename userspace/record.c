@@ -18,6 +18,7 @@
 #include "cuda_api.h"
 #include "cupti.h"
 #include "governor.h"
+#include "kbtf.h"
 #include "folded.h"
 #include "log.h"
 #include "outfile.h"
@@ -192,7 +193,7 @@ static double window_period(void)
 	const char *e = getenv("GPUBPF_WINDOW_PERIOD");
 	double v;
 
-	if (e && cli__parse_double(e, 0.01, 60, &v) == 0)
+	if (e && cli__parse_double(e, 0.01, 1, &v) == 0)
 		return v;
 	return 1.0;
 }
@@ -227,33 +228,37 @@ static void setup_governor(struct governor *gv, const struct record_opts *o, str
 	cuda__set_governor(cuda, gv, windowed);
 }
 
-/* Between plans, a group that was cold when measured can turn hot (a job's next phase)
- * while planned fully on, and cost its full price until the next plan. Every ~25 ms
- * compare what the probes cost since the last look with the budget; well over it, close
- * every windowed group until the next plan, which measures the new rates. */
+/* Between plans, a group can turn hot (a job's next phase) while planned fully on, or at
+ * a higher rate than its window was planned for, and cost far more than the plan allowed
+ * until the next one. Every GUARD_S compare what each group cost since the last look
+ * (its hits, counted in BPF) with what the plan allowed it; well over, detach it until
+ * the next plan, which knows its new rate from the guard. */
+#define GUARD_S 0.01
+
 struct guard {
-	uint64_t hits;
+	uint64_t hits[CG__COUNT];
 	double t;
 };
 
-static void guard_check(struct guard *gd, struct cuda_tracer *cuda, struct governor *gv, double *off_at, double t)
+static void guard_check(struct guard *gd, struct cuda_tracer *cuda, struct governor *gv, double t)
 {
-	uint64_t hits = cuda__hits(cuda);
-	double dt = t - gd->t, cost;
+	uint64_t hits[CG__COUNT];
+	double dt = t - gd->t;
 
-	if (dt < 0.02)
+	if (dt < 0.8 * GUARD_S)
 		return;
-	cost = (double)(hits - gd->hits) * gv->cost_per_hit;
-	gd->hits = hits;
-	gd->t = t;
-	if (cost <= 2 * gv->budget * dt)
-		return;
-	for (int g = 0; g < gv->ngroups; g++) {
-		if (gv->g[g].always || !cuda__group_on(cuda, g))
-			continue;
-		cuda__set_group(cuda, g, false);
-		off_at[g] = 0;
+	cuda__group_hits(cuda, hits);
+	for (int g = 0; g < gv->ngroups && g < CG__COUNT; g++) {
+		double n = (double)(hits[g] - gd->hits[g]);
+
+		if (n > 0 && cuda__group_on(cuda, g) && governor__guard(gv, g, n, dt)) {
+			cuda__set_group(cuda, g, false);
+			pr_debug("guard: %s detached until the next plan (%.0f hits in %.1f ms)", gv->g[g].name, n,
+				 dt * 1e3);
+		}
 	}
+	memcpy(gd->hits, hits, sizeof(hits));
+	gd->t = t;
 }
 
 /* Close every window that is open now (groups planned fully on stay on). */
@@ -266,6 +271,11 @@ static void close_windows(struct cuda_tracer *cuda, struct governor *gv, double 
 		}
 	}
 }
+
+/* The first window of a group whose hit rate is unknown (seconds), and the first drain,
+ * which measures the rate for the first plan. */
+#define FIRST_WINDOW 0.01
+#define FIRST_DRAIN 0.03
 
 /* Open and close the probe windows that are due; at each period's start, plan anew. */
 static double run_windows(struct cuda_tracer *cuda, struct governor *gv, double *off_at, double *next_window,
@@ -281,16 +291,23 @@ static double run_windows(struct cuda_tracer *cuda, struct governor *gv, double 
 	}
 	if (t >= *next_window) {
 		governor__plan(gv);
+		if (log_verbose)
+			for (int g = 0; g < gv->ngroups; g++)
+				if (!gv->g[g].always)
+					pr_debug("plan: %s %.3g%% (busiest thread %.0f hits/s, all %.0f/s)",
+						 gv->g[g].name, 100 * gv->g[g].duty, gv->g[g].rate, gv->g[g].all);
+		*next_window = t + period;
 		for (int g = 0; g < gv->ngroups; g++) {
 			cuda__set_group(cuda, g, true);
 			off_at[g] = gv->g[g].duty >= 1 ? 0 : t + gv->g[g].duty * period;
+			/* A rate not known yet is measured in one short window, closed before
+			 * the first drain (the plan after it knows the rate): never left open
+			 * through the first tick's work, which symbolizes for ~0.2 s. */
+			if (!gv->g[g].measured && !gv->g[g].always && period > FIRST_DRAIN) {
+				off_at[g] = t + FIRST_WINDOW;
+				*next_window = t + FIRST_DRAIN;
+			}
 		}
-		*next_window = t + period;
-		/* While a rate is unknown its group is fully attached: measure soon (the first
-		 * drain comes after 30 ms) rather than pay a whole period at full cost. */
-		for (int g = 0; g < gv->ngroups; g++)
-			if (!gv->g[g].measured && !gv->g[g].always && period > 0.03)
-				*next_window = t + 0.03;
 		next = *next_window;
 	}
 	for (int g = 0; g < gv->ngroups; g++)
@@ -395,7 +412,12 @@ int record__main(int argc, char **argv)
 		pr_err("cannot set up the profile: %s", strerror(-err));
 		goto cleanup;
 	}
-	s.procs = procs__new(&o, s.syms);
+	err = kbtf__task_offsets(&s.task_off);
+	if (err) {
+		pr_err("cannot read struct task_struct from the kernel's BTF: %s", strerror(-err));
+		goto cleanup;
+	}
+	s.procs = procs__new(&o, s.syms, &s.task_off);
 	if (!s.procs) {
 		err = -errno;
 		pr_err("cannot load the process tracking BPF programs: %s (run with -v for details)", strerror(-err));
@@ -457,7 +479,7 @@ int record__main(int argc, char **argv)
 	profile__set_time(s.prof, wall_ns(), 0);
 	status__init(&status, target_desc(&o, desc, sizeof(desc)));
 	/* The first drain measures the hit rates the window plan needs: early. */
-	next_tick = start + (windowed ? 0.03 : 1.0);
+	next_tick = start + (windowed ? FIRST_DRAIN : 1.0);
 	pr_debug("recording %s", desc);
 	signal_ready();
 
@@ -471,9 +493,9 @@ int record__main(int argc, char **argv)
 			double next = run_windows(cuda, &gov, off_at, &next_window, period, t);
 			int ms = (int)((next - t) * 1000) + 1;
 
-			guard_check(&guard, cuda, &gov, off_at, t);
-			if (timeout > 25)
-				timeout = 25;
+			guard_check(&guard, cuda, &gov, t);
+			if (timeout > GUARD_S * 1000)
+				timeout = GUARD_S * 1000;
 			if (ms < timeout)
 				timeout = ms > 0 ? ms : 1;
 		}

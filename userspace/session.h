@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "../bpf/procs.h"
 #include "cli.h"
 #include "profile.h"
 #include "syms.h"
@@ -33,7 +34,8 @@ struct session {
 	int t_gpu_kernel_ns; /* device-side kernel time (cupti.c) */
 	int t_gpu_memcpy_ns; /* device-side copy and memset time (cupti.c) */
 	int64_t period_ns;
-	uint64_t truncated_stacks; /* stacks that hit STACKS_MAX_DEPTH */
+	uint64_t truncated_stacks;    /* stacks that hit STACKS_MAX_DEPTH */
+	struct task_offsets task_off; /* kbtf.c: read-only data of every BPF object */
 };
 
 /* Make OBJ (opened, not loaded) use the session's one target set and comms map, and the

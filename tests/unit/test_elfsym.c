@@ -54,7 +54,9 @@ TEST(libcudart)
 {
 	const char *home = getenv("CUDA_HOME");
 	char path[512];
-	struct elfsym_want w[] = {{.name = "cudaLaunchKernel"}, {.name = "cudaMemcpy"}, {.name = "cudaMalloc"},
+	struct elfsym_want w[] = {{.name = "cudaLaunchKernel"},
+				  {.name = "cudaMemcpy"},
+				  {.name = "cudaMalloc"},
 				  {.name = "cudaLaunchKernel_ptsz"}};
 	int fd;
 

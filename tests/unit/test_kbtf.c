@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: MIT
+/* Member offsets from BTF (userspace/kbtf.c): a BTF built here with the shapes the
+ * kernel's task_struct uses (anonymous unions and structs, typedefs, an embedded struct),
+ * then the running kernel's own, whose fields BPF reads with these offsets. */
+#include <errno.h>
+#include <unistd.h>
+
+#include <bpf/btf.h>
+
+#include "kbtf.h"
+#include "test.h"
+
+/* struct thread_struct { long sp; unsigned long fsbase; };
+ * typedef struct thread_struct thread_t;
+ * struct task_struct {
+ *	int state;                          @0
+ *	union { int a; struct { long b; struct task_struct *group_leader; }; };  @8, leader @16
+ *	char comm[16];                      @24
+ *	const thread_t thread;              @40, fsbase @48
+ * }; */
+static struct btf *sample(void)
+{
+	struct btf *b = btf__new_empty();
+	int i_int, i_long, i_ulong, i_char, th, cth, ptask, arr, anon_s, anon_u;
+
+	if (!b)
+		return NULL;
+	i_int = btf__add_int(b, "int", 4, BTF_INT_SIGNED);
+	i_long = btf__add_int(b, "long", 8, BTF_INT_SIGNED);
+	i_ulong = btf__add_int(b, "unsigned long", 8, 0);
+	i_char = btf__add_int(b, "char", 1, BTF_INT_CHAR);
+	th = btf__add_struct(b, "thread_struct", 16);
+	btf__add_field(b, "sp", i_long, 0, 0);
+	btf__add_field(b, "fsbase", i_ulong, 64, 0);
+	cth = btf__add_const(b, btf__add_typedef(b, "thread_t", th));
+	ptask = btf__add_ptr(b, btf__add_fwd(b, "task_struct", BTF_FWD_STRUCT));
+	arr = btf__add_array(b, i_int, i_char, 16);
+	anon_s = btf__add_struct(b, NULL, 16);
+	btf__add_field(b, "b", i_long, 0, 0);
+	btf__add_field(b, "group_leader", ptask, 64, 0);
+	anon_u = btf__add_union(b, NULL, 16);
+	btf__add_field(b, "a", i_int, 0, 0);
+	btf__add_field(b, NULL, anon_s, 0, 0);
+	btf__add_struct(b, "task_struct", 56);
+	btf__add_field(b, "state", i_int, 0, 0);
+	btf__add_field(b, NULL, anon_u, 64, 0);
+	btf__add_field(b, "comm", arr, 192, 0);
+	btf__add_field(b, "thread", cth, 320, 0);
+	return b;
+}
+
+TEST(synthetic_btf)
+{
+	struct btf *b = sample();
+	struct task_offsets off;
+	int task, member = 0;
+
+	CHECK(b != NULL);
+	if (!b)
+		return;
+	task = btf__find_by_name_kind(b, "task_struct", BTF_KIND_STRUCT);
+	CHECK(task > 0);
+	CHECK(kbtf__member_offset(b, task, "nope", NULL) == -ENOENT);
+	CHECK(kbtf__member_offset(b, task, "comm", NULL) == 24);
+	CHECK(kbtf__member_offset(b, task, "group_leader", NULL) == 16); /* through a union and a struct */
+	CHECK(kbtf__member_offset(b, task, "a", NULL) == 8);
+	CHECK(kbtf__member_offset(b, task, "thread", &member) == 40);
+	CHECK(member > 0 && kbtf__member_offset(b, member, "fsbase", NULL) == 8); /* const, typedef resolved */
+	CHECK(kbtf__task_offsets_from(b, &off) == 0);
+	CHECK(off.group_leader == 16 && off.comm == 24 && off.fsbase == 48);
+	btf__free(b);
+}
+
+TEST(running_kernel)
+{
+	struct task_offsets off;
+
+	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
+		SKIP("no /sys/kernel/btf/vmlinux: the kernel has no BTF");
+	CHECK(kbtf__task_offsets(&off) == 0);
+	/* comm is 16 bytes and group_leader a pointer: neither overlaps the other */
+	CHECK(off.comm > 0 && off.group_leader > 0);
+	CHECK(off.comm + 16 <= off.group_leader || off.group_leader + 8 <= off.comm);
+	CHECK(off.group_leader % 8 == 0);
+#if defined(__x86_64__)
+	CHECK(off.fsbase > 0 && off.fsbase % 8 == 0);
+#endif
+}
+
+int main(int argc, char **argv)
+{
+	T_BEGIN(argv);
+	RUN(synthetic_btf);
+	RUN(running_kernel);
+	return T_END();
+}
