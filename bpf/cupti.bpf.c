@@ -71,9 +71,37 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } dev_events SEC(".maps");
 
+/* --trace only (sized by userspace; one page otherwise). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} dev_trace SEC(".maps");
+
+const volatile bool trace_records = false;
+
 /* Flipped by userspace through the mmapped .bss (see stacks.bpf.h for why). */
 volatile __u32 buf_active = 0;
 __u64 lost_events = 0;
+__u64 lost_trace = 0;
+
+/* --trace: one launch or record to userspace; a full ring buffer counts a loss. */
+static __always_inline void trace_out(__u32 type, __u32 tgid, __u32 tid, __u32 cbinfo, __u64 ts,
+				      const struct dev_rec *r)
+{
+	struct dev_trace_ev *e = bpf_ringbuf_reserve(&dev_trace, sizeof(*e), 0);
+
+	if (!e) {
+		__sync_fetch_and_add(&lost_trace, 1);
+		return;
+	}
+	e->type = type;
+	e->tgid = tgid;
+	e->tid = tid;
+	e->cbinfo = cbinfo;
+	e->ts = ts;
+	e->rec = *r;
+	bpf_ringbuf_submit(e, 0);
+}
 
 static __always_inline void stat_inc(__u32 idx)
 {
@@ -102,6 +130,11 @@ int BPF_USDT(dev_launch, __u32 corr, __u32 cbinfo)
 	v.ustack = id < 0 ? -1 : (__s32)id;
 	record_comm(tgid, tid);
 	bpf_map_update_elem(&launches, &k, &v, BPF_ANY);
+	if (trace_records) {
+		struct dev_rec r = {.corr = corr};
+
+		trace_out(DEV_TR_LAUNCH, tgid, tid, cbinfo, bpf_ktime_get_ns(), &r);
+	}
 	return 0;
 }
 
@@ -154,6 +187,8 @@ static int one_record(__u32 i, struct rec_ctx *c)
 		key.ustack = -1;
 		c->unjoined++;
 	}
+	if (trace_records)
+		trace_out(DEV_TR_RECORD, c->tgid, key.tid, key.cbinfo, 0, &r);
 	v = bpf_map_lookup_elem(counts, &key);
 	if (!v) {
 		bpf_map_update_elem(counts, &key, &init, BPF_NOEXIST);

@@ -42,7 +42,8 @@ enum dev_kind {
 #define DEV_DIR_MEMSET 5
 
 /* One completed device activity, compact and fixed-size (CUPTI's own records are
- * versioned and variable: the library converts). Times are CUPTI's, in ns. */
+ * versioned and variable: the library converts). Times are CLOCK_MONOTONIC ns: the
+ * library converts CUPTI's timestamps, so device work lines up with the CPU's. */
 struct dev_rec {
 	__u64 start;
 	__u64 end;
@@ -115,6 +116,22 @@ struct dev_event {
 	__u32 pad;
 	__u64 addr; /* status: address of the library's struct dev_config */
 	char text[DEV_NAME_MAX];
+};
+
+/* --trace: every launch and every record goes to userspace as well (ring buffer
+ * dev_trace), for device tracks with flow arrows from the launching call. */
+enum dev_trace_type {
+	DEV_TR_LAUNCH = 1, /* a followed launch: tgid, tid, corr, cbinfo, ts */
+	DEV_TR_RECORD = 2, /* a device record: tgid, tid (of its launch, 0 unknown), corr, rec */
+};
+
+struct dev_trace_ev {
+	__u32 type;
+	__u32 tgid;
+	__u32 tid;
+	__u32 cbinfo;
+	__u64 ts; /* launch: bpf_ktime_get_ns() (CLOCK_MONOTONIC) inside the API call */
+	struct dev_rec rec;
 };
 
 /* In-kernel aggregation of joined records, double-buffered like the other tracers. */

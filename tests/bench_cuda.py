@@ -42,6 +42,8 @@ def launch_heavy(out):
             alone.append(launch_rate(wl))
             under.append(launch_rate([G, "record", *extra, "-o", out, "--", *wl]))
         a, u = statistics.median(alone), statistics.median(under)
+        print(f"   runs alone (M/s): {' '.join(f'{x / 1e6:.2f}' for x in alone)}; "
+              f"with gpubpf: {' '.join(f'{x / 1e6:.2f}' for x in under)}")
         # Slowdown of the same work: the ratio of wall times is the inverse ratio of rates.
         print(f"1. launch-heavy, {name}: {a / 1e6:.2f}M launches/s alone, {u / 1e6:.2f}M with gpubpf: "
               f"wall-time ratio {a / u:.3f} (target <= 1.02 in default mode; median of {RUNS})", flush=True)
@@ -86,6 +88,7 @@ def mixed(out):
         alone.append(gated_run(wl, env, None))
         under.append(gated_run(wl, env, out))
     a, u = statistics.median(alone), statistics.median(under)
+    print(f"   runs alone: {' '.join(f'{x:.3f}' for x in alone)}; with gpubpf: {' '.join(f'{x:.3f}' for x in under)}")
     print(f"2. mixed (runtime_wl_shared, GPUBPF_WL_REPEAT={env['GPUBPF_WL_REPEAT']}, default mode, -p): "
           f"alone {a:.3f} s, with gpubpf {u:.3f} s, ratio {u / a:.3f} (target <= 1.01; median of {RUNS})",
           flush=True)

@@ -54,6 +54,7 @@ struct cuda_tracer {
 	bool trace;		 /* --trace: every call timed into `timeline` */
 	struct trace *timeline;
 	uint64_t trace_dropped; /* events past --max-events */
+	size_t trace_calls;	/* calls in the timeline (device events go in too: cupti.c) */
 	int probes;
 	struct hmap scanned;	  /* (attach pid or 0, dev, inode) -> 1 */
 	struct hmap scanned_pids; /* (pid, 0, 4) -> last full scan, CLOCK_MONOTONIC ms */
@@ -267,7 +268,11 @@ static int on_call(void *ctx, void *data, size_t len)
 	ev.start_ns = e->start_ns;
 	ev.dur_ns = e->dur_ns;
 	ev.bytes = e->bytes;
-	return trace__add(c->timeline, &ev);
+	if (trace__add(c->timeline, &ev) == 0)
+		c->trace_calls++;
+	else
+		c->trace_dropped++;
+	return 0;
 }
 
 struct cuda_tracer *cuda__new(struct session *s, int targets_fd, int comms_fd)
@@ -919,9 +924,14 @@ void cuda__stats(struct cuda_tracer *c, struct cuda_stats *out)
 	out->lost_stacks = stacks__stat(fd, STAT_USTACK_LOST) + stacks__stat(fd, STAT_STACK_FULL);
 	out->lost_events = c->skel->bss->lost_events;
 	out->objects = c->objects;
-	out->trace_events = c->timeline ? trace__num_events(c->timeline) : 0;
+	out->trace_events = c->trace_calls;
 	out->trace_dropped = c->trace_dropped + c->skel->bss->lost_call_events;
 	out->probes = c->probes;
+}
+
+struct trace *cuda__timeline(struct cuda_tracer *c)
+{
+	return c->timeline;
 }
 
 struct trace *cuda__take_trace(struct cuda_tracer *c)

@@ -61,5 +61,7 @@ void cuda__stats(struct cuda_tracer *c, struct cuda_stats *out);
  * it outlives the tracer, which is torn down before the output is written. */
 struct trace;
 struct trace *cuda__take_trace(struct cuda_tracer *c);
+/* The timeline while recording (NULL without --trace): the device tracks go in too. */
+struct trace *cuda__timeline(struct cuda_tracer *c);
 
 #endif /* GPUBPF_CUDA_USER_H */

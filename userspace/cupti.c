@@ -19,6 +19,7 @@
 #include "cupti.h"
 #include "cupti.skel.h"
 #include "demangle.h"
+#include "devtrace.h"
 #include "hmap.h"
 #include "links.h"
 #include "log.h"
@@ -52,6 +53,7 @@ struct cupti_tracer {
 	int targets_fd, comms_fd;
 	bool load_failed; /* the BPF object is loaded when the first library is found */
 	uint32_t max_rate;
+	struct devtrace *dt; /* --trace: device tracks, or NULL */
 	uint64_t kernels, copies, kernel_ns, copy_ns;
 	char reason[512];
 };
@@ -135,6 +137,61 @@ static void write_config(struct cupti_tracer *c, uint32_t tgid, uint64_t addr)
 		pr_debug("pid %u: cannot set the injection library's sampling: %s", tgid, strerror(errno));
 }
 
+static const char *dir_frame(uint32_t dir)
+{
+	static const char *const names[] = {"[memcpy HtoH]", "[memcpy HtoD]",	 "[memcpy DtoH]",
+					    "[memcpy DtoD]", "[memcpy default]", "[memset]"};
+
+	return dir < sizeof(names) / sizeof(names[0]) ? names[dir] : "[memcpy default]";
+}
+
+/* --trace: launches and records, each as it came (names arrived before on dev_events). */
+static int on_trace(void *ctx, void *data, size_t len)
+{
+	struct cupti_tracer *c = ctx;
+	const struct dev_trace_ev *e = data;
+	const struct dev_rec *r = &e->rec;
+	struct trace_event ev = {0};
+	struct prof_label l[SESSION_LABELS];
+	char kbuf[48], *owned = NULL;
+	const char *name = NULL;
+	int err;
+
+	if (len < sizeof(*e) || !c->dt)
+		return 0;
+	if (e->type == DEV_TR_LAUNCH)
+		return devtrace__launch(c->dt, (int)e->tgid, (int)e->tid, r->corr, e->ts,
+					get_str(&c->tab, e->tgid, DEV_NAME_API | e->cbinfo, HK_NAME));
+	if (e->type != DEV_TR_RECORD || r->kind < DEV_KERNEL || r->kind > DEV_MEMSET || r->end < r->start)
+		return 0;
+	if (r->kind == DEV_KERNEL) {
+		name = r->name_id ? get_str(&c->tab, e->tgid, r->name_id, HK_NAME) : NULL;
+		owned = name ? demangle(name) : NULL;
+		if (owned)
+			name = owned;
+		if (!name) {
+			snprintf(kbuf, sizeof(kbuf), "[cuda kernel #%u]", r->name_id);
+			name = kbuf;
+		}
+		ev.kind = TRACE_KERNEL;
+	} else {
+		name = dir_frame(r->kind == DEV_MEMSET ? DEV_DIR_MEMSET : r->dir);
+		ev.kind = TRACE_MEMCPY;
+		ev.bytes = r->bytes;
+	}
+	ev.name = name;
+	ev.pid = (int)e->tgid;
+	if (session__labels(c->s, e->tgid, e->tid ? e->tid : e->tgid, l) == 0)
+		ev.process_name = l[3].str;
+	ev.device = r->device;
+	ev.stream = r->stream;
+	ev.start_ns = r->start;
+	ev.dur_ns = r->end - r->start;
+	err = devtrace__record(c->dt, &ev, r->corr);
+	free(owned);
+	return err;
+}
+
 static int on_event(void *ctx, void *data, size_t len)
 {
 	struct cupti_tracer *c = ctx;
@@ -186,6 +243,15 @@ static int load_bpf(struct cupti_tracer *c)
 	c->skel->rodata->trace_all = s->opts->all;
 	c->skel->rodata->self_tgid = (__u32)getpid();
 	c->skel->rodata->task_off = s->task_off;
+	if (c->dt) {
+		/* 16 MiB: ~190k records between two drains (a second) */
+		c->skel->rodata->trace_records = true;
+		err = bpf_map__set_max_entries(c->skel->maps.dev_trace, 16u << 20);
+		if (err) {
+			pr_warn("no device time: cannot size its timeline buffer: %s", strerror(-err));
+			goto fail;
+		}
+	}
 	err = session__share_maps(s, c->skel->obj, c->targets_fd, c->comms_fd);
 	if (err) {
 		pr_warn("no device time: cannot share the target map with its tracer: %s", strerror(-err));
@@ -197,14 +263,17 @@ static int load_bpf(struct cupti_tracer *c)
 			strerror(-err));
 		goto fail;
 	}
+	/* dev_events first: a kernel's name comes before its records */
 	c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.dev_events), on_event, c, NULL);
-	if (!c->rb) {
+	if (!c->rb || (c->dt && ring_buffer__add(c->rb, bpf_map__fd(c->skel->maps.dev_trace), on_trace, c))) {
 		err = -errno;
 		pr_warn("no device time: cannot read its events: %s", strerror(-err));
 		goto fail;
 	}
 	return 0;
 fail:
+	ring_buffer__free(c->rb);
+	c->rb = NULL;
 	cupti_bpf__destroy(c->skel);
 	c->skel = NULL;
 	c->load_failed = true;
@@ -276,6 +345,7 @@ void cupti__free(struct cupti_tracer *c)
 	hmap__clear(&c->tab);
 	hmap__clear(&c->scanned);
 	cupti_bpf__destroy(c->skel);
+	devtrace__free(c->dt);
 	free(c);
 }
 
@@ -419,14 +489,6 @@ static const struct ranges *ranges_of(struct cupti_tracer *c, uint32_t tgid)
 	return rg;
 }
 
-static const char *dir_frame(uint32_t dir)
-{
-	static const char *const names[] = {"[memcpy HtoH]", "[memcpy HtoD]",	 "[memcpy DtoH]",
-					    "[memcpy DtoD]", "[memcpy default]", "[memset]"};
-
-	return dir < sizeof(names) / sizeof(names[0]) ? names[dir] : "[memcpy default]";
-}
-
 static int add_dev_sample(struct cupti_tracer *c, const struct dev_key *k, const struct dev_val *v,
 			  const struct dev_proc *p)
 {
@@ -535,6 +597,36 @@ int cupti__drain(struct cupti_tracer *c, bool final)
 		err = drain_buffer(c, stacks__flip(&c->skel->bss->buf_active));
 	}
 	return err;
+}
+
+/* ---- --trace ---------------------------------------------------------------------------- */
+
+int cupti__set_timeline(struct cupti_tracer *c, struct trace *t, size_t max_events)
+{
+	if (c->skel) /* the trace settings go in before the BPF object loads */
+		return -EBUSY;
+	devtrace__free(c->dt);
+	c->dt = devtrace__new(t, max_events);
+	return c->dt ? 0 : -ENOMEM;
+}
+
+int cupti__finish_timeline(struct cupti_tracer *c)
+{
+	if (!c->dt)
+		return 0;
+	if (c->rb)
+		ring_buffer__consume(c->rb);
+	return devtrace__link(c->dt);
+}
+
+void cupti__timeline_stats(struct cupti_tracer *c, uint64_t *events, uint64_t *dropped)
+{
+	struct devtrace_stats st = {0};
+
+	if (c->dt)
+		devtrace__stats(c->dt, &st);
+	*events = st.records;
+	*dropped = st.dropped + (c->skel ? c->skel->bss->lost_trace : 0);
 }
 
 /* ---- reporting ------------------------------------------------------------------------- */

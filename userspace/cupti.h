@@ -57,6 +57,16 @@ const char *cupti__unavailable_reason(struct cupti_tracer *c);
 int cupti__add_comments(struct cupti_tracer *c);
 void cupti__summary(struct cupti_tracer *c, char *buf, size_t len);
 
+/* --trace: kernels and copies also go into T (not owned; at most MAX_EVENTS events in
+ * all), joined to their launching calls (devtrace.h). Before the first target is found.
+ * 0 or a negative errno. */
+struct trace;
+int cupti__set_timeline(struct cupti_tracer *c, struct trace *t, size_t max_events);
+/* After the final drain and before writing: the last records, and the flow arrows. */
+int cupti__finish_timeline(struct cupti_tracer *c);
+/* Device events in the timeline, and those past the bound or lost in the ring buffer. */
+void cupti__timeline_stats(struct cupti_tracer *c, uint64_t *events, uint64_t *dropped);
+
 /* For `record -- COMMAND`, before the command is spawned: put CUDA_INJECTION64_PATH in
  * the environment it inherits (the library next to the gpubpf binary, or
  * $GPUBPF_INJECT_LIB). An existing value is kept, with a warning. 0 or negative errno. */

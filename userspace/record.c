@@ -463,6 +463,13 @@ int record__main(int argc, char **argv)
 		goto cleanup;
 	}
 	cupti__set_budget(cupti, o.budget, gov.cost_per_hit, o.exact);
+	if (o.trace) {
+		err = cupti__set_timeline(cupti, cuda__timeline(cuda), o.max_events);
+		if (err) {
+			pr_err("cannot set up the device tracks of the timeline: %s", strerror(-err));
+			goto cleanup;
+		}
+	}
 	cupti__scan(cupti);
 	cuda__scan(cuda);
 	/* Probes are in place: let the command run. */
@@ -573,6 +580,8 @@ int record__main(int argc, char **argv)
 		err = cuda__finish(cuda);
 	if (!err)
 		err = cupti__drain(cupti, true);
+	if (!err)
+		err = cupti__finish_timeline(cupti);
 	if (err) {
 		pr_err("cannot read samples: %s", strerror(-err));
 		goto cleanup;
@@ -603,11 +612,17 @@ int record__main(int argc, char **argv)
 		pr_err("cannot write %s: %s", o.output, strerror(-err));
 		goto cleanup;
 	}
-	if (o.trace)
+	if (o.trace) {
+		uint64_t dev, dev_dropped;
+
+		cupti__timeline_stats(cupti, &dev, &dev_dropped);
 		fprintf(stderr,
 			"gpubpf: wrote %s: a timeline of %zu CUDA calls (%llu dropped: --max-events %zu), %.1f s",
 			o.output, cs.trace_events, (unsigned long long)cs.trace_dropped, o.max_events, elapsed);
-	else
+		if (dev || dev_dropped)
+			fprintf(stderr, ", %llu kernels and copies on device tracks (%llu dropped)",
+				(unsigned long long)dev, (unsigned long long)dev_dropped);
+	} else
 		fprintf(stderr, "gpubpf: wrote %s: %llu samples, %zu stacks, %.1f s", o.output,
 			(unsigned long long)st.samples, profile__num_samples(s.prof), elapsed);
 	if (st.lost_stacks || st.dropped)

@@ -25,6 +25,10 @@
 struct trace {
 	struct trace_event *ev;
 	size_t n, cap;
+	/* trace__find_call's index: the API events by (pid, tid, start), built for the
+	 * first n_indexed events */
+	size_t *calls;
+	size_t ncalls, n_indexed;
 };
 
 /* ---- JSON strings ---- */
@@ -127,6 +131,7 @@ void trace__free(struct trace *t)
 	for (size_t i = 0; i < t->n; i++)
 		ev_free(&t->ev[i]);
 	free(t->ev);
+	free(t->calls);
 	free(t);
 }
 
@@ -134,7 +139,7 @@ int trace__add(struct trace *t, const struct trace_event *ev)
 {
 	struct trace_event *e;
 
-	if (!t || !ev || !ev->name || ev->kind < TRACE_API || ev->kind > TRACE_MEMCPY)
+	if (!t || !ev || !ev->name || ev->kind < TRACE_API || ev->kind > TRACE_LAUNCH)
 		return -EINVAL;
 	if (t->n == t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 256;
@@ -166,6 +171,83 @@ size_t trace__num_events(const struct trace *t)
 const struct trace_event *trace__event(const struct trace *t, size_t idx)
 {
 	return t && idx < t->n ? &t->ev[idx] : NULL;
+}
+
+/* ---- finding a call ---- */
+
+static const struct trace *sort_t; /* qsort has no context argument */
+
+static int cmp_call(int pid, int tid, uint64_t start, const struct trace_event *b)
+{
+	if (pid != b->pid)
+		return pid < b->pid ? -1 : 1;
+	if (tid != b->tid)
+		return tid < b->tid ? -1 : 1;
+	return start < b->start_ns ? -1 : start > b->start_ns ? 1 : 0;
+}
+
+static int cmp_idx(const void *a, const void *b)
+{
+	const struct trace_event *x = &sort_t->ev[*(const size_t *)a], *y = &sort_t->ev[*(const size_t *)b];
+	int c = cmp_call(x->pid, x->tid, x->start_ns, y);
+
+	if (c)
+		return c;
+	/* the same start: the longer (outer) call first, so the inner one is found first */
+	return x->dur_ns > y->dur_ns ? -1 : x->dur_ns < y->dur_ns ? 1 : 0;
+}
+
+static int index_calls(struct trace *t)
+{
+	size_t *calls = realloc(t->calls, (t->n ? t->n : 1) * sizeof(*calls));
+
+	if (!calls)
+		return -ENOMEM;
+	t->calls = calls;
+	t->ncalls = 0;
+	for (size_t i = 0; i < t->n; i++)
+		if (t->ev[i].kind == TRACE_API)
+			t->calls[t->ncalls++] = i;
+	sort_t = t;
+	qsort(t->calls, t->ncalls, sizeof(*t->calls), cmp_idx);
+	sort_t = NULL;
+	t->n_indexed = t->n;
+	return 0;
+}
+
+long trace__find_call(struct trace *t, int pid, int tid, uint64_t ts)
+{
+	size_t lo = 0, hi;
+
+	if (!t || (t->n_indexed != t->n && index_calls(t)))
+		return -1;
+	/* the first call of (pid, tid) that starts after ts */
+	hi = t->ncalls;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (cmp_call(pid, tid, ts, &t->ev[t->calls[mid]]) >= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* back from there: the latest-starting call that still holds ts is the innermost;
+	 * calls nest, so a few steps back suffice */
+	for (size_t i = lo, steps = 0; i-- > 0 && steps < 64; steps++) {
+		const struct trace_event *e = &t->ev[t->calls[i]];
+
+		if (e->pid != pid || e->tid != tid)
+			break;
+		if (e->start_ns <= ts && ts <= e->start_ns + e->dur_ns)
+			return (long)t->calls[i];
+	}
+	return -1;
+}
+
+void trace__set_correlation(struct trace *t, size_t idx, uint64_t corr)
+{
+	if (t && idx < t->n)
+		t->ev[idx].correlation = corr;
 }
 
 /* ---- writer ---- */
@@ -201,9 +283,14 @@ static int cmp_ev(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static bool on_device(const struct trace_event *e)
+{
+	return e->kind == TRACE_KERNEL || e->kind == TRACE_MEMCPY;
+}
+
 static int track_of(struct writer *w, const struct trace_event *e, size_t *idx)
 {
-	bool dev = e->kind != TRACE_API;
+	bool dev = on_device(e);
 	uint64_t a = dev ? 3 : 2, b, c, v;
 	struct track *t;
 	int err;
@@ -274,7 +361,10 @@ static int nest(struct track *t, const struct trace_event *e, uint64_t *dur)
 
 static const char *cat_of(enum trace_kind k)
 {
-	return k == TRACE_API ? "cuda_api" : k == TRACE_KERNEL ? "kernel" : "memcpy";
+	return k == TRACE_API	   ? "cuda_api"
+	       : k == TRACE_KERNEL ? "kernel"
+	       : k == TRACE_MEMCPY ? "memcpy"
+				   : "cuda_launch";
 }
 
 static void write_meta(struct writer *w, FILE *f, bool *first)
@@ -366,7 +456,7 @@ int trace__write(struct trace *t, FILE *f)
 			err = track_of(&w, e, &trk[i]);
 		if (!err)
 			err = nest(&w.tr[trk[i]], e, &durs[i]);
-		if (!err && e->kind == TRACE_API && e->correlation && !hmap__get(&corr, e->correlation, 0, 0, NULL))
+		if (!err && !on_device(e) && e->correlation && !hmap__get(&corr, e->correlation, 0, 0, NULL))
 			err = hmap__put(&corr, e->correlation, 0, 0, i + 1);
 	}
 	if (err)
@@ -387,7 +477,7 @@ int trace__write(struct trace *t, FILE *f)
 		fputs(",\"dur\":", f);
 		put_us(f, durs[i]);
 		fputs(",\"args\":{", f);
-		if (e->kind != TRACE_API)
+		if (on_device(e))
 			fprintf(f, "\"device\":%u,\"stream\":\"0x%" PRIx64 "\"%s", e->device, e->stream,
 				e->kind == TRACE_MEMCPY || e->correlation ? "," : "");
 		if (e->kind == TRACE_MEMCPY)
@@ -401,7 +491,7 @@ int trace__write(struct trace *t, FILE *f)
 		const struct trace_event *e = ord[i];
 		uint64_t a;
 
-		if (e->kind == TRACE_API || !e->correlation || !hmap__get(&corr, e->correlation, 0, 0, &a) || !a)
+		if (!on_device(e) || !e->correlation || !hmap__get(&corr, e->correlation, 0, 0, &a) || !a)
 			continue;
 		write_flow(f, ord[a - 1], &w.tr[trk[a - 1]], 's', durs[a - 1]);
 		write_flow(f, e, &w.tr[trk[i]], 'f', durs[i]);

@@ -24,6 +24,8 @@ enum trace_kind {
 	TRACE_API = 1,	  /* a CUDA API call on a CPU thread (pid, tid) */
 	TRACE_KERNEL = 2, /* a kernel (or graph) on a device stream */
 	TRACE_MEMCPY = 3, /* a copy or memset on a device stream; name "[memcpy HtoD]", "[memset]" */
+	TRACE_LAUNCH = 4, /* a launch CUPTI saw where no traced call was: a zero-length slice
+			   * on the thread (category cuda_launch), where its flow arrow starts */
 };
 
 struct trace_event {
@@ -56,6 +58,12 @@ int trace__write(struct trace *t, FILE *f);
 
 size_t trace__num_events(const struct trace *t);
 const struct trace_event *trace__event(const struct trace *t, size_t idx);
+
+/* The index of the innermost TRACE_API event of thread (pid, tid) whose span holds TS,
+ * or -1 (none; or no memory for the index, built on first use after an add). */
+long trace__find_call(struct trace *t, int pid, int tid, uint64_t ts);
+/* Set event IDX's correlation id (a launch joined to the device work it started). */
+void trace__set_correlation(struct trace *t, size_t idx, uint64_t corr);
 
 /* Read a trace file written by trace__write (other tools' traces: their "X" events in
  * categories cuda_api, kernel and memcpy, if any) into a new trace. *out is NULL on

@@ -79,3 +79,87 @@ if "$GPUBPF" record --trace --format folded -p 1 -o "$TMP/x" 2>"$TMP/bad.err"; t
 else
 	grep -q 'does not take --format' "$TMP/bad.err" && pass "trace-format-conflict" || fail "trace-format-conflict" "$(cat "$TMP/bad.err")"
 fi
+
+# --- Device tracks: the injection library's records (synthetic: tests/workloads/inject/
+# producer, no GPU) as kernels and copies per (process, device, stream), each joined to
+# its launch by a flow arrow; times on the CPU's clock (the producer's device clock runs
+# 1000 s ahead: an unconverted record would land there).
+LIB=$PWD/$BUILD/libgpubpf_inject.so
+PROD=$WL/inject/producer
+if [ ! -e "$LIB" ] || [ ! -x "$PROD" ]; then
+	skip "device-tracks" "$LIB or $PROD missing (make tools): device tracks NOT checked"
+	exit 0
+fi
+dev=$TMP/dev.trace.json
+R=4
+"$GPUBPF" record --trace -o "$dev" -- "$PROD" synth $R >"$TMP/dev.out" 2>"$TMP/dev.err"
+rc=$?
+[ $rc = 0 ] && pass "device-record-exit0" || fail "device-record-exit0" "$(tail -3 "$TMP/dev.err")"
+if grep -q "kernels and copies on device tracks (0 dropped)" "$TMP/dev.err"; then
+	pass "device-summary"
+else
+	fail "device-summary" "$(grep wrote "$TMP/dev.err")"
+fi
+python3 - "$dev" "$R" >"$TMP/dev.check" 2>&1 <<'PY'
+import json, sys
+from collections import Counter, defaultdict
+doc = json.load(open(sys.argv[1]))
+R = int(sys.argv[2])
+ev = doc["traceEvents"]
+DEV = 0x40000000
+slices = [e for e in ev if e.get("ph") == "X"]
+dev = [e for e in slices if e["tid"] >= DEV]
+cpu = [e for e in slices if e["tid"] < DEV]
+names = Counter(e["name"] for e in dev)
+tracks = {e["tid"]: None for e in dev}
+thread_names = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev if e.get("ph") == "M" and e.get("name") == "thread_name"}
+track_names = sorted({thread_names.get((e["pid"], e["tid"]), "?") for e in dev})
+starts = defaultdict(list)
+for e in ev:
+    if e.get("ph") in ("s", "f"):
+        starts[e["id"]].append(e)
+flows = [v for v in starts.values() if sorted(x["ph"] for x in v) == ["f", "s"]]
+by_corr = {}
+for e in slices:
+    c = e.get("args", {}).get("correlation")
+    if c is not None:
+        by_corr.setdefault(c, []).append(e)
+# every arrow goes from a CPU slice to a device slice that starts no earlier
+ordered = all(
+    any(s["tid"] < DEV for s in by_corr[c]) and
+    all(d["ts"] >= min(s["ts"] for s in by_corr[c] if s["tid"] < DEV) for d in by_corr[c] if d["tid"] >= DEV)
+    for c in by_corr)
+span = max(e["ts"] for e in slices) - min(e["ts"] for e in slices)
+dur_a = {e["dur"] for e in dev if e["name"] == "kernel_a(float*, int)"}
+checks = {
+    "kernel-names": names["kernel_a(float*, int)"] == R and names["test::kernel_b()"] == R
+        and names["graph_node_kernel"] == 3 * R,
+    "copies": names["[memcpy HtoD]"] == R and names["[memset]"] == R,
+    "unsampled-not-shown": sum(names.values()) == 7 * R,
+    "tracks": track_names == ["GPU 0 stream 0x7", "GPU 1 stream 0x9"],
+    "durations": dur_a == {1.0},
+    # one arrow per launch with device work: kernel_a, kernel_b, graph, memcpy, memset
+    "flows": len(flows) == 5 * R and len(starts) == 5 * R,
+    "flows-forward-in-time": ordered,
+    "one-clock": span < 60e6,
+    "launch-slices": Counter(e["name"] for e in cpu if e["cat"] == "cuda_launch" and "correlation" in e["args"]) ==
+        Counter({"cudaLaunchKernel": R, "cuLaunchKernel": R, "cudaGraphLaunch": R, "cudaMemcpyAsync": R, "cudaMemsetAsync": R}),
+}
+for k, ok in checks.items():
+    print(("PASS" if ok else "FAIL"), k)
+print("names:", dict(names), "tracks:", track_names, "flows:", len(flows), "span_us:", span, "dur_a:", dur_a)
+PY
+while read -r verdict name; do
+	case $verdict in
+	PASS) pass "device-$name" ;;
+	FAIL) fail "device-$name" "$(tail -1 "$TMP/dev.check")" ;;
+	esac
+done < <(grep -E '^(PASS|FAIL) ' "$TMP/dev.check")
+grep -q '^names:' "$TMP/dev.check" || fail "device-json" "$(cat "$TMP/dev.check")"
+# gpubpf's own validator and report read it too
+"$GPUBPF" report "$dev" >"$TMP/dev.report" 2>&1
+if grep -q "graph_node_kernel" "$TMP/dev.report"; then
+	pass "device-report"
+else
+	fail "device-report" "$(head -20 "$TMP/dev.report")"
+fi

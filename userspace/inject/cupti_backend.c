@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cupti.h>
 
@@ -58,7 +59,8 @@ static struct {
 	X(cuptiActivityFlushAll, CUptiResult, (uint32_t))                                                              \
 	X(cuptiActivityGetNextRecord, CUptiResult, (uint8_t *, size_t, CUpti_Activity **))                             \
 	X(cuptiActivityGetNumDroppedRecords, CUptiResult, (CUcontext, uint32_t, size_t *))                             \
-	X(cuptiGetResultString, CUptiResult, (CUptiResult, const char **))
+	X(cuptiGetResultString, CUptiResult, (CUptiResult, const char **))                                             \
+	X(cuptiGetTimestamp, CUptiResult, (uint64_t *))
 
 #define DECL(name, ret, args) static ret(CUPTIAPI *p_##name) args;
 CUPTI_FNS(DECL)
@@ -78,6 +80,42 @@ static const char *result_str(CUptiResult r)
 
 /* ---- activity records ---------------------------------------------------------------- */
 
+/* Records carry CUPTI's timestamps; gpubpf's timeline is CLOCK_MONOTONIC (what BPF's
+ * bpf_ktime_get_ns reads). The offset between the two is sampled at each completed
+ * buffer, so a slewed clock does not drift the device tracks away from the CPU's. */
+static int64_t clock_offset;
+static uint64_t (*device_clock)(void);
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t cupti_clock(void)
+{
+	uint64_t t = 0;
+
+	return p_cuptiGetTimestamp && p_cuptiGetTimestamp(&t) == CUPTI_SUCCESS ? t : 0;
+}
+
+static void sample_clock(void)
+{
+	uint64_t t0 = mono_ns(), d = device_clock ? device_clock() : 0, t1 = mono_ns();
+
+	if (d)
+		clock_offset = (int64_t)(t0 / 2 + t1 / 2) - (int64_t)d;
+}
+
+static uint64_t to_mono(uint64_t t)
+{
+	int64_t m = (int64_t)t + clock_offset;
+
+	return m > 0 ? (uint64_t)m : 0;
+}
+
 /* One CUPTI record into the CUPTI-free form records.c handles. The structs are those of
  * the CUPTI this library was built against, which is the one it loads. */
 static void handle_record(const CUpti_Activity *r)
@@ -91,8 +129,8 @@ static void handle_record(const CUpti_Activity *r)
 
 		a.kind = DEV_KERNEL;
 		a.corr = k->correlationId;
-		a.start = k->start;
-		a.end = k->end;
+		a.start = to_mono(k->start);
+		a.end = to_mono(k->end);
 		a.device = k->deviceId;
 		a.stream = k->streamId;
 		a.graph_id = k->graphId;
@@ -104,8 +142,8 @@ static void handle_record(const CUpti_Activity *r)
 
 		a.kind = DEV_MEMCPY;
 		a.corr = m->correlationId;
-		a.start = m->start;
-		a.end = m->end;
+		a.start = to_mono(m->start);
+		a.end = to_mono(m->end);
 		a.device = m->deviceId;
 		a.stream = m->streamId;
 		a.graph_id = m->graphId;
@@ -118,8 +156,8 @@ static void handle_record(const CUpti_Activity *r)
 
 		a.kind = DEV_MEMSET;
 		a.corr = m->correlationId;
-		a.start = m->start;
-		a.end = m->end;
+		a.start = to_mono(m->start);
+		a.end = to_mono(m->end);
 		a.device = m->deviceId;
 		a.stream = m->streamId;
 		a.graph_id = m->graphId;
@@ -166,6 +204,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 	size_t dropped = 0;
 
 	(void)size;
+	sample_clock();
 	if (valid > 0) {
 		while (p_cuptiActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS)
 			handle_record(r);
@@ -329,6 +368,7 @@ static int cupti_attach(struct inj_state *s, char *why, size_t len)
 	st = load_cupti(why, len);
 	if (st)
 		return st;
+	device_clock = cupti_clock;
 	/* A detach whose cuptiFinalize never ran (no API call since): the subscription is
 	 * still ours. */
 	__atomic_store_n(&finalize_pending, 0, __ATOMIC_RELEASE);
@@ -404,9 +444,19 @@ const struct inj_backend inj_cupti_backend = {
 
 static bool synthetic_on;
 
+/* The synthetic "CUPTI clock" runs 1000 s ahead of CLOCK_MONOTONIC, so a timeline that
+ * skipped the conversion would show it. */
+#define SYNTH_CLOCK_AHEAD 1000000000000ull
+
+static uint64_t synth_clock(void)
+{
+	return mono_ns() + SYNTH_CLOCK_AHEAD;
+}
+
 static int synth_attach(struct inj_state *s, char *why, size_t len)
 {
 	(void)s;
+	device_clock = synth_clock;
 	synthetic_on = true;
 	snprintf(why, len, "attached: synthetic records (test producer, no CUPTI)");
 	return DEV_ST_SYNTHETIC;
@@ -430,6 +480,12 @@ const struct inj_backend inj_synthetic_backend = {
 };
 
 #define EXPORT __attribute__((visibility("default")))
+
+/* The synthetic backend's device clock: the producer stamps its records with it. */
+EXPORT uint64_t gpubpf_inject_test_clock(void)
+{
+	return synth_clock();
+}
 
 /* One API callback, as CUPTI would deliver it; the classification is the one attach
  * derives from cuptiGetCallbackName. Nothing happens while detached, like in production
@@ -466,6 +522,7 @@ EXPORT int gpubpf_inject_test_buffer(const uint8_t *buf, size_t valid)
 
 	if (!synthetic_on)
 		return 0;
+	sample_clock();
 	while (off + sizeof(CUpti_Activity) <= valid) {
 		const CUpti_Activity *r = (const void *)(buf + off);
 		size_t sz = record_size(r->kind);

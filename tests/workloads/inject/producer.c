@@ -33,9 +33,10 @@ const char *gpubpf_inject_test_status(void);
 void gpubpf_inject_test_callback(uint32_t domain, uint32_t cbid, const CUpti_CallbackData *cb);
 int gpubpf_inject_test_buffer(const uint8_t *buf, size_t valid);
 int InitializeInjection(void);
+uint64_t gpubpf_inject_test_clock(void);
 
 static uint32_t next_corr = 1000;
-static uint64_t clock_ns = 1000000000ull;
+static uint64_t clock_ns; /* the device clock (the library's synthetic CUPTI clock) */
 static uint8_t buffer[1 << 20];
 static size_t buf_used;
 
@@ -62,6 +63,16 @@ static void api(uint32_t domain, uint32_t cbid, const char *fn, uint32_t corr, v
 	gpubpf_inject_test_callback(domain, cbid, &cb);
 }
 
+/* Device work starts after the call that launched it (now, on the device clock) and
+ * after the previous record: records never overlap. */
+static void device_now(void)
+{
+	uint64_t now = gpubpf_inject_test_clock();
+
+	if (now > clock_ns)
+		clock_ns = now;
+}
+
 static void *append(size_t size)
 {
 	void *p = buffer + buf_used;
@@ -79,6 +90,7 @@ static void kernel_rec(uint32_t corr, const char *name, uint64_t dur, uint32_t d
 {
 	CUpti_ActivityKernel10 *k = append(sizeof(*k));
 
+	device_now();
 	k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
 	k->correlationId = corr;
 	k->name = name;
@@ -94,6 +106,7 @@ static void memcpy_rec(uint32_t corr, uint32_t kind, uint64_t bytes, uint64_t du
 {
 	CUpti_ActivityMemcpy6 *m = append(sizeof(*m));
 
+	device_now();
 	m->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
 	m->correlationId = corr;
 	m->copyKind = (uint8_t)kind;
@@ -108,6 +121,7 @@ static void memset_rec(uint32_t corr, uint64_t bytes, uint64_t dur)
 {
 	CUpti_ActivityMemset4 *m = append(sizeof(*m));
 
+	device_now();
 	m->kind = CUPTI_ACTIVITY_KIND_MEMSET;
 	m->correlationId = corr;
 	m->bytes = bytes;
