@@ -94,14 +94,13 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } cuda_events SEC(".maps");
 
-/* Entry hits on targets per probe group: what the probes cost since the last look (the
- * overhead guard reads them every few milliseconds). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct cuda_group_hits);
-} group_hits SEC(".maps");
+/* Entry hits on targets per probe group, read by userspace's overhead guard through the
+ * mmapped .bss. guard_at[g] is the count past which group g costs more than the plan
+ * allowed it until the guard's next look: the hit that reaches it (while armed) wakes
+ * gpubpf at once instead of at that look. */
+__u64 group_hits[CUDA_GROUPS_MAX] = {};
+volatile __u64 guard_at[CUDA_GROUPS_MAX] = {};
+volatile __u32 guard_armed[CUDA_GROUPS_MAX] = {};
 
 /* Counted calls whose aggregation entry could not be created, and lost name events. */
 __u64 dropped_calls = 0;
@@ -195,11 +194,14 @@ static __always_inline int enter(struct pt_regs *ctx)
 	if (!is_target(tgid))
 		return 0;
 	{
-		__u32 zero = 0;
-		struct cuda_group_hits *h = bpf_map_lookup_elem(&group_hits, &zero);
+		__u32 g = CUDA_COOKIE_GROUP(cookie) & (CUDA_GROUPS_MAX - 1);
 
-		if (h)
-			h->n[CUDA_COOKIE_GROUP(cookie) & (CUDA_GROUPS_MAX - 1)] += 1;
+		__sync_fetch_and_add(&group_hits[g], 1);
+		/* Two CPUs may both see it: a second wake-up is harmless. */
+		if (guard_armed[g] && group_hits[g] >= guard_at[g]) {
+			guard_armed[g] = 0;
+			emit_event(CUDA_EV_GUARD, tgid, g, 0, NULL);
+		}
 	}
 	if (nested_call(ctx, tid, CUDA_COOKIE_RUNTIME(cookie)))
 		return 0;

@@ -45,11 +45,6 @@ enum cuda_class {
 #define CUDA_COOKIE_GROUP(c) ((__u32)(((c) >> 40) & 0x7))
 #define CUDA_GROUPS_MAX 8
 
-/* Entry hits on targets per group: one per-CPU value, read in one lookup. */
-struct cuda_group_hits {
-	__u64 n[CUDA_GROUPS_MAX];
-};
-
 /* Memcpy directions, as cudaMemcpyKind; 5 = memset. */
 #define CUDA_DIR_HTOH 0
 #define CUDA_DIR_HTOD 1
@@ -96,6 +91,7 @@ enum cuda_event_type {
 	CUDA_EV_FUNC_NAME = 1,	 /* handle (CUfunction or CUkernel) is called name */
 	CUDA_EV_KERNEL_FUNC = 2, /* CUfunction handle belongs to CUkernel other */
 	CUDA_EV_RT_KERNEL = 3,	 /* cudaKernel_t handle belongs to host function other */
+	CUDA_EV_GUARD = 4,	 /* group `handle` reached its guard_at count: look now */
 };
 
 /* --trace: one timed API call (call_events ring buffer). */

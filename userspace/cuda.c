@@ -45,7 +45,7 @@ struct cuda_tracer {
 	double on_since[CG__COUNT];	    /* when an attached group was attached */
 	double attached_s[CG__COUNT];	    /* attached seconds since the last drain */
 	_Atomic int64_t late_ns[CG__COUNT]; /* attached while closes were pending (close threads) */
-	struct cuda_group_hits *hits_buf;   /* one per possible CPU, for cuda__group_hits */
+	bool guard_woken;		    /* a CUDA_EV_GUARD came */
 	double last_drain;
 	struct governor *gov;	 /* rates are reported here */
 	bool scaled;		 /* windowed: scale counts by attached time */
@@ -238,6 +238,9 @@ static int on_event(void *ctx, void *data, size_t len)
 		return hmap__put(&c->kfuncs, e->tgid, e->handle, 1, e->other);
 	case CUDA_EV_RT_KERNEL:
 		return hmap__put(&c->rtkernels, e->tgid, e->handle, 2, e->other);
+	case CUDA_EV_GUARD:
+		c->guard_woken = true;
+		return 0;
 	}
 	return 0;
 }
@@ -357,7 +360,6 @@ void cuda__free(struct cuda_tracer *c)
 	for (size_t i = 0; i < c->nobjs; i++)
 		cobj_free(c->objs[i]);
 	free(c->objs);
-	free(c->hits_buf);
 	hmap_for_each(&c->names, e) free((char *)(uintptr_t)e->val);
 	hmap__clear(&c->names);
 	hmap__clear(&c->kfuncs);
@@ -944,19 +946,23 @@ struct trace *cuda__take_trace(struct cuda_tracer *c)
 
 void cuda__group_hits(struct cuda_tracer *c, uint64_t hits[CG__COUNT])
 {
-	int ncpu = libbpf_num_possible_cpus();
-	struct cuda_group_hits *v;
-	uint32_t zero = 0;
+	for (int g = 0; g < CG__COUNT; g++)
+		hits[g] = __atomic_load_n(&c->skel->bss->group_hits[g], __ATOMIC_RELAXED);
+}
 
-	memset(hits, 0, sizeof(uint64_t) * CG__COUNT);
-	if (ncpu <= 0)
+void cuda__arm_guard(struct cuda_tracer *c, int g, uint64_t at)
+{
+	if (g < 0 || g >= CG__COUNT)
 		return;
-	if (!c->hits_buf)
-		c->hits_buf = calloc((size_t)ncpu, sizeof(*v));
-	v = c->hits_buf;
-	if (!v || bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.group_hits), &zero, v))
-		return;
-	for (int i = 0; i < ncpu; i++)
-		for (int g = 0; g < CG__COUNT; g++)
-			hits[g] += v[i].n[g];
+	c->skel->bss->guard_at[g] = at;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	c->skel->bss->guard_armed[g] = 1;
+}
+
+bool cuda__guard_woken(struct cuda_tracer *c)
+{
+	bool w = c->guard_woken;
+
+	c->guard_woken = false;
+	return w;
 }

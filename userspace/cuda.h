@@ -47,9 +47,14 @@ void cuda__set_governor(struct cuda_tracer *c, struct governor *gov, bool window
 void cuda__start(struct cuda_tracer *c);
 void cuda__set_group(struct cuda_tracer *c, int group, bool on);
 bool cuda__group_on(const struct cuda_tracer *c, int group);
-/* Entry hits on the targets so far, per group (enum cuda_group): cheap enough to read
- * every few milliseconds. */
+/* Entry hits on the targets so far, per group (enum cuda_group): a read of mapped
+ * memory, no system call. */
 void cuda__group_hits(struct cuda_tracer *c, uint64_t hits[CG__COUNT]);
+/* Wake gpubpf (the ring buffer procs__poll waits on) when group G's hits reach AT; once:
+ * arm again after each look. */
+void cuda__arm_guard(struct cuda_tracer *c, int g, uint64_t at);
+/* Whether such a wake-up came since the last call. */
+bool cuda__guard_woken(struct cuda_tracer *c);
 /* Seconds one probe hit costs the calling thread, measured on a function of gpubpf's
  * own; negative when it cannot be measured. */
 double cuda__calibrate(struct cuda_tracer *c);

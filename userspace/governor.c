@@ -101,10 +101,27 @@ void governor__observe(struct governor *gv, int group, double busiest, double al
 	g->measured = true;
 }
 
+void governor__assume_saturated(struct governor *gv, int group)
+{
+	if (group < 0 || group >= gv->ngroups || gv->cost_per_hit <= 0)
+		return;
+	if (gv->g[group].peak < 1 / gv->cost_per_hit)
+		gv->g[group].peak = 1 / gv->cost_per_hit;
+}
+
+double governor__guard_hits(const struct governor *gv, int group, double dt)
+{
+	const struct gov_group *g;
+
+	if (group < 0 || group >= gv->ngroups || dt <= 0 || gv->cost_per_hit <= 0)
+		return 0;
+	g = &gv->g[group];
+	return 2 * (g->all * gv->cost_per_hit + gv->budget) * dt / gv->cost_per_hit;
+}
+
 bool governor__guard(struct governor *gv, int group, double hits, double dt)
 {
 	struct gov_group *g;
-	double allowed;
 
 	if (group < 0 || group >= gv->ngroups || dt <= 0 || gv->exact)
 		return false;
@@ -113,8 +130,7 @@ bool governor__guard(struct governor *gv, int group, double hits, double dt)
 		g->peak = hits / dt;
 	if (g->always)
 		return false;
-	allowed = 2 * (g->all * gv->cost_per_hit + gv->budget) * dt;
-	return hits * gv->cost_per_hit > allowed;
+	return hits > governor__guard_hits(gv, group, dt);
 }
 
 double governor__scale(double attached, double elapsed)

@@ -56,6 +56,14 @@ void governor__observe(struct governor *gv, int group, double busiest, double al
  * it until the next plan. Remembers the rate as a peak for the next observe. */
 bool governor__guard(struct governor *gv, int group, double hits, double dt);
 
+/* GROUP's hits came in a burst the guard cannot time (it was woken by them): plan it as
+ * if a thread spent all its time in its probes until a window measures it. */
+void governor__assume_saturated(struct governor *gv, int group);
+
+/* The hits GROUP may make in DT seconds before governor__guard says no: what the BPF
+ * side is told to wake gpubpf at, between two looks. */
+double governor__guard_hits(const struct governor *gv, int group, double dt);
+
 /* The factor that scales counts gathered while attached for ATTACHED out of ELAPSED
  * seconds to an estimate of the whole ELAPSED (1 when always attached). */
 double governor__scale(double attached, double elapsed);

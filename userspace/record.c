@@ -230,32 +230,40 @@ static void setup_governor(struct governor *gv, const struct record_opts *o, str
 
 /* Between plans, a group can turn hot (a job's next phase) while planned fully on, or at
  * a higher rate than its window was planned for, and cost far more than the plan allowed
- * until the next one. Every GUARD_S compare what each group cost since the last look
- * (its hits, counted in BPF) with what the plan allowed it; well over, detach it until
- * the next plan, which knows its new rate from the guard. */
-#define GUARD_S 0.01
+ * until the next one. Every GUARD_S, or at once when BPF says a group's hits passed what
+ * it may make until then, compare what each group cost since the last look (its hits,
+ * counted in BPF) with what the plan allowed it; well over, detach it until the next
+ * plan, which knows its new rate from the guard. */
+#define GUARD_S 0.05
 
 struct guard {
 	uint64_t hits[CG__COUNT];
 	double t;
 };
 
-static void guard_check(struct guard *gd, struct cuda_tracer *cuda, struct governor *gv, double t)
+static void guard_check(struct guard *gd, struct cuda_tracer *cuda, struct governor *gv, double t, bool woken)
 {
 	uint64_t hits[CG__COUNT];
 	double dt = t - gd->t;
 
-	if (dt < 0.8 * GUARD_S)
+	if (!woken && dt < 0.8 * GUARD_S)
 		return;
 	cuda__group_hits(cuda, hits);
 	for (int g = 0; g < gv->ngroups && g < CG__COUNT; g++) {
-		double n = (double)(hits[g] - gd->hits[g]);
+		double n = (double)(hits[g] - gd->hits[g]), allow;
 
-		if (n > 0 && cuda__group_on(cuda, g) && governor__guard(gv, g, n, dt)) {
+		if (n > 0 && dt > 0 && cuda__group_on(cuda, g) && governor__guard(gv, g, n, dt)) {
 			cuda__set_group(cuda, g, false);
+			/* n/dt understates a burst that woke us: the hits may all be recent */
+			if (woken)
+				governor__assume_saturated(gv, g);
 			pr_debug("guard: %s detached until the next plan (%.0f hits in %.1f ms)", gv->g[g].name, n,
 				 dt * 1e3);
 		}
+		/* Until the next look: the hit past its allowance wakes us. */
+		allow = governor__guard_hits(gv, g, GUARD_S);
+		if (!gv->exact && !gv->g[g].always)
+			cuda__arm_guard(cuda, g, hits[g] + (uint64_t)(allow > 1 ? allow : 1));
 	}
 	memcpy(gd->hits, hits, sizeof(hits));
 	gd->t = t;
@@ -491,7 +499,12 @@ int record__main(int argc, char **argv)
 	signal_ready();
 
 	next_window = start;
-	guard.t = start;
+	if (windowed) {
+		/* From here on: hits before the recording (a held command's start) do not count. */
+		cuda__group_hits(cuda, guard.hits);
+		guard.t = start;
+		guard_check(&guard, cuda, &gov, start, true);
+	}
 	while (!stop_signals) {
 		double t = now_s();
 		int timeout = 100;
@@ -500,7 +513,7 @@ int record__main(int argc, char **argv)
 			double next = run_windows(cuda, &gov, off_at, &next_window, period, t);
 			int ms = (int)((next - t) * 1000) + 1;
 
-			guard_check(&guard, cuda, &gov, t);
+			guard_check(&guard, cuda, &gov, t, cuda__guard_woken(cuda));
 			if (timeout > GUARD_S * 1000)
 				timeout = GUARD_S * 1000;
 			if (ms < timeout)

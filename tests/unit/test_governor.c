@@ -132,6 +132,9 @@ TEST(guard_and_peak)
 	CHECK(governor__guard(&g, 0, 1500, 0.01));
 	/* a quiet group 0 passes: 10 hits, 50 us */
 	CHECK(!governor__guard(&g, 0, 10, 0.01));
+	/* the allowance BPF is told to wake us at: 2 * 1% of 10 ms at 5 us a hit */
+	CHECK(NEAR(governor__guard_hits(&g, 0, 0.01), 40, 1e-9));
+	CHECK(!governor__guard(&g, 0, 40, 0.01) && governor__guard(&g, 0, 41, 0.01));
 	/* group 1 at its known rate, saturated in its window: allowed */
 	CHECK(!governor__guard(&g, 1, 1600, 0.01));
 	/* the drain saw 1500 hits over 0.5 s attached (3000/s), but the peak was 150k/s */
@@ -144,6 +147,10 @@ TEST(guard_and_peak)
 	governor__observe(&g, 1, 750, 1000, 0.1);
 	CHECK(NEAR(g.g[1].all, 400000, 1e-6));
 	CHECK(NEAR(g.g[1].rate, 300000, 1e-6));
+	/* a burst that woke the guard: planned as saturated (1 / 5 us) */
+	governor__assume_saturated(&g, 0);
+	governor__observe(&g, 0, 10, 10, 1);
+	CHECK(NEAR(g.g[0].all, 200000, 1e-6));
 	/* always-attached groups and --exact are never guarded */
 	g.g[0].always = true;
 	CHECK(!governor__guard(&g, 0, 1e6, 0.01));
