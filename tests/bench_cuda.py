@@ -21,7 +21,7 @@ import time
 BUILD = os.environ.get("BUILD", "build")
 G = os.path.join(BUILD, "gpubpf")
 CW = os.path.join(BUILD, "workloads", "cuda")
-RUNS = int(os.environ.get("BENCH_RUNS", "5"))
+RUNS = int(os.environ.get("BENCH_RUNS", "9"))
 SECS = float(os.environ.get("BENCH_LAUNCH_SECS", "6"))
 OWN_SECS = int(os.environ.get("BENCH_SECS", "30"))
 
