@@ -121,9 +121,7 @@ struct cpu_sampler *cpu__new(struct session *s, int targets_fd, int comms_fd)
 		pr_err("cannot open the CPU sampling BPF object: %s", strerror(-err));
 		goto fail;
 	}
-	c->skel->rodata->trace_all = s->opts->all;
-	c->skel->rodata->self_tgid = (__u32)getpid();
-	c->skel->rodata->task_off = s->task_off;
+	SESSION_SET_RODATA(c->skel->rodata, s);
 	err = session__share_maps(s, c->skel->obj, targets_fd, comms_fd);
 	if (err) {
 		pr_err("cannot share the target map: %s", strerror(-err));

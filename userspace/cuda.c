@@ -292,9 +292,7 @@ struct cuda_tracer *cuda__new(struct session *s, int targets_fd, int comms_fd)
 		pr_err("cannot open the CUDA tracing BPF object: %s", strerror(-err));
 		goto fail;
 	}
-	c->skel->rodata->trace_all = s->opts->all;
-	c->skel->rodata->self_tgid = (__u32)getpid();
-	c->skel->rodata->task_off = s->task_off;
+	SESSION_SET_RODATA(c->skel->rodata, s);
 	c->multi = umulti__supported() && !getenv("GPUBPF_NO_UPROBE_MULTI");
 	c->trace = s->opts->trace;
 	if (c->trace) {

@@ -240,9 +240,7 @@ static int load_bpf(struct cupti_tracer *c)
 		pr_warn("no device time: cannot open its BPF object: %s", strerror(-err));
 		goto fail;
 	}
-	c->skel->rodata->trace_all = s->opts->all;
-	c->skel->rodata->self_tgid = (__u32)getpid();
-	c->skel->rodata->task_off = s->task_off;
+	SESSION_SET_RODATA(c->skel->rodata, s);
 	if (c->dt) {
 		/* 16 MiB: ~190k records between two drains (a second) */
 		c->skel->rodata->trace_records = true;

@@ -38,6 +38,15 @@ struct session {
 	struct task_offsets task_off; /* kbtf.c: read-only data of every BPF object */
 };
 
+/* The read-only data every tracer's BPF object has (bpf/targets.bpf.h): set it in the
+ * opened skeleton's RODATA before load. */
+#define SESSION_SET_RODATA(rodata, s)                                                                                  \
+	do {                                                                                                           \
+		(rodata)->trace_all = (s)->opts->all;                                                                  \
+		(rodata)->self_tgid = (__u32)getpid();                                                                 \
+		(rodata)->task_off = (s)->task_off;                                                                    \
+	} while (0)
+
 /* Make OBJ (opened, not loaded) use the session's one target set and comms map, and the
  * Python maps when it has them. 0 or a negative errno. */
 struct bpf_object;

@@ -5,6 +5,17 @@
 # workload's call counts; then `gpubpf report` on the file agrees.
 source "$(dirname "$0")/lib.sh"
 need_root
+
+# verdicts PREFIX FILE: the "PASS name"/"FAIL name" lines a checker printed, as results
+verdicts() {
+	local verdict name
+	while read -r verdict name; do
+		case $verdict in
+		PASS) pass "$1-$name" ;;
+		FAIL) fail "$1-$name" "$(tail -1 "$2")" ;;
+		esac
+	done < <(grep -E '^(PASS|FAIL) ' "$2")
+}
 if [ "${HAVE_CUDA:-}" != 1 ] || [ ! -x "$WL/cuda/runtime_wl_shared" ]; then
 	skip all "CUDA is not installed here: the timeline records CUDA calls"
 	exit 0
@@ -53,12 +64,7 @@ for k, ok in checks.items():
     print(("PASS" if ok else "FAIL"), k)
 print("calls:", dict(calls), "bad:", bad[:3])
 PY
-while read -r verdict name; do
-	case $verdict in
-	PASS) pass "trace-$name" ;;
-	FAIL) fail "trace-$name" "$(tail -1 "$TMP/check.out")" ;;
-	esac
-done < <(grep -E '^(PASS|FAIL) ' "$TMP/check.out")
+verdicts trace "$TMP/check.out"
 grep -q '^calls:' "$TMP/check.out" || fail "trace-json" "$(cat "$TMP/check.out")"
 "$GPUBPF" report "$out" >"$TMP/report.txt" 2>&1
 launch=$(sed -n 's/^runtime_wl:.* launch=\([0-9]*\) .*/\1/p' "$TMP/wl.out")
@@ -149,12 +155,7 @@ for k, ok in checks.items():
     print(("PASS" if ok else "FAIL"), k)
 print("names:", dict(names), "tracks:", track_names, "flows:", len(flows), "span_us:", span, "dur_a:", dur_a)
 PY
-while read -r verdict name; do
-	case $verdict in
-	PASS) pass "device-$name" ;;
-	FAIL) fail "device-$name" "$(tail -1 "$TMP/dev.check")" ;;
-	esac
-done < <(grep -E '^(PASS|FAIL) ' "$TMP/dev.check")
+verdicts device "$TMP/dev.check"
 grep -q '^names:' "$TMP/dev.check" || fail "device-json" "$(cat "$TMP/dev.check")"
 # gpubpf's own validator and report read it too
 "$GPUBPF" report "$dev" >"$TMP/dev.report" 2>&1
