@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: MIT
+#include <math.h>
+
 #include "governor.h"
 
 static double cost_rate(const struct governor *gv, const struct gov_group *g)
@@ -116,6 +118,9 @@ double governor__guard_hits(const struct governor *gv, int group, double dt)
 	if (group < 0 || group >= gv->ngroups || dt <= 0 || gv->cost_per_hit <= 0)
 		return 0;
 	g = &gv->g[group];
+	/* Not measured yet (the first window): one second's budget, however short dt. */
+	if (!g->measured && !g->always)
+		return fmax(2 * gv->budget * dt, gv->budget) / gv->cost_per_hit;
 	return 2 * (g->all * gv->cost_per_hit + gv->budget) * dt / gv->cost_per_hit;
 }
 

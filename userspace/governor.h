@@ -61,7 +61,8 @@ bool governor__guard(struct governor *gv, int group, double hits, double dt);
 void governor__assume_saturated(struct governor *gv, int group);
 
 /* The hits GROUP may make in DT seconds before governor__guard says no: what the BPF
- * side is told to wake gpubpf at, between two looks. */
+ * side is told to wake gpubpf at, between two looks. A group not measured yet may spend
+ * one second's budget (its first window measures it). */
 double governor__guard_hits(const struct governor *gv, int group, double dt);
 
 /* The factor that scales counts gathered while attached for ATTACHED out of ELAPSED

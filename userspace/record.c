@@ -280,9 +280,7 @@ static void close_windows(struct cuda_tracer *cuda, struct governor *gv, double 
 	}
 }
 
-/* The first window of a group whose hit rate is unknown (seconds), and the first drain,
- * which measures the rate for the first plan. */
-#define FIRST_WINDOW 0.01
+/* The first drain (seconds), which measures the hit rates for the first plan. */
 #define FIRST_DRAIN 0.03
 
 /* Open and close the probe windows that are due; at each period's start, plan anew. */
@@ -308,11 +306,12 @@ static double run_windows(struct cuda_tracer *cuda, struct governor *gv, double 
 		for (int g = 0; g < gv->ngroups; g++) {
 			cuda__set_group(cuda, g, true);
 			off_at[g] = gv->g[g].duty >= 1 ? 0 : t + gv->g[g].duty * period;
-			/* A rate not known yet is measured in one short window, closed before
-			 * the first drain (the plan after it knows the rate): never left open
-			 * through the first tick's work, which symbolizes for ~0.2 s. */
+			/* A rate not known yet is measured in one window up to the first drain
+			 * (the plan after it knows the rate), closed before that tick's work,
+			 * which symbolizes for ~0.2 s. Meanwhile the guard lets such a group
+			 * spend one period's budget: a short program is counted exactly. */
 			if (!gv->g[g].measured && !gv->g[g].always && period > FIRST_DRAIN) {
-				off_at[g] = t + FIRST_WINDOW;
+				off_at[g] = t + FIRST_DRAIN;
 				*next_window = t + FIRST_DRAIN;
 			}
 		}

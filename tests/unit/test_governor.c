@@ -124,6 +124,11 @@ TEST(guard_and_peak)
 	struct governor g = gov();
 
 	g.ngroups = 2;
+	/* not measured yet: one second's budget (1% at 5 us a hit: 2000 hits), however short
+	 * the interval */
+	CHECK(NEAR(governor__guard_hits(&g, 0, 0.05), 2000, 1e-9));
+	CHECK(!governor__guard(&g, 0, 1999, 0.001) && governor__guard(&g, 0, 2001, 0.001));
+	g.g[0].peak = 0;			   /* that look's peak is not this test's subject */
 	governor__observe(&g, 0, 0, 0, 1);	   /* idle when measured */
 	governor__observe(&g, 1, 1.6e5, 1.6e5, 1); /* 160k/s: 80% of a thread */
 	governor__plan(&g);
