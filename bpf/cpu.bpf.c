@@ -16,7 +16,7 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-#define CPU_COUNTS_ENTRIES 16384 /* resized by userspace before load */
+#define CPU_COUNTS_ENTRIES 16384 /* per buffer: (thread, stack) pairs sampled in a second */
 
 struct cpu_counts {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -23,7 +23,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 struct cuda_counts {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384); /* resized by userspace before load */
+	__uint(max_entries, 16384); /* per buffer: (thread, call, stack) keys seen in a second */
 	__type(key, struct cuda_key);
 	__type(value, struct cuda_val);
 };

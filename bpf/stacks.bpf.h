@@ -10,7 +10,7 @@
 #include "stacks.h"
 
 #ifndef STACKS_MAP_ENTRIES
-#define STACKS_MAP_ENTRIES 8192 /* resized by userspace before load */
+#define STACKS_MAP_ENTRIES 8192 /* per buffer (a second): distinct stacks, with room against hash collisions */
 #endif
 
 #define DEFINE_STACK_MAP(name)                                                                                         \

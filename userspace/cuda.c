@@ -820,7 +820,7 @@ double cuda__calibrate(struct cuda_tracer *c)
 {
 	struct elfsym_want w = {.name = "gpubpf_calibration_target"};
 	uint64_t cookie = CUDA_COOKIE(0xffff, CC_CALIBRATE, 0, 0, 0, 0);
-	const int n = 1000; /* x3 probed runs at ~10 us a call: ~30 ms of gpubpf's time */
+	const int n = 300; /* x3 probed runs at ~11 us a call: ~10 ms of gpubpf's time */
 	double base = 1e9, probed = 1e9, cost;
 	struct bpf_link *l[2] = {NULL, NULL};
 	int fd, lfd[2] = {-1, -1}, nl = 0;
