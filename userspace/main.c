@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* gpubpf: command dispatch. */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -14,6 +15,12 @@ int main(int argc, char **argv)
 {
 	int err;
 
+	/* Keep large allocations in the heap and freed memory mapped: start-up reads the
+	 * kernel's BTF (5 MB) twice, kallsyms and DWARF into big buffers, and with glibc's
+	 * defaults each came from fresh mmap'd pages, so every one of them page-faulted
+	 * anew (~90 ms of CPU at start-up in this VM; peak RSS unchanged). */
+	mallopt(M_MMAP_THRESHOLD, 64 << 20);
+	mallopt(M_TRIM_THRESHOLD, 128 << 20);
 	if (argc < 2) {
 		cli__usage_main(stderr);
 		return 2;
