@@ -101,6 +101,9 @@ struct {
 __u64 group_hits[CUDA_GROUPS_MAX] = {};
 volatile __u64 guard_at[CUDA_GROUPS_MAX] = {};
 volatile __u32 guard_armed[CUDA_GROUPS_MAX] = {};
+/* The first hit of each group since userspace zeroed it (when a window opened): a rate
+ * is measured from there, not from a window start that caught the job still idle. */
+volatile __u64 first_hit_ns[CUDA_GROUPS_MAX] = {};
 
 /* Counted calls whose aggregation entry could not be created, and lost name events. */
 __u64 dropped_calls = 0;
@@ -197,6 +200,8 @@ static __always_inline int enter(struct pt_regs *ctx)
 		__u32 g = CUDA_COOKIE_GROUP(cookie) & (CUDA_GROUPS_MAX - 1);
 
 		__sync_fetch_and_add(&group_hits[g], 1);
+		if (!first_hit_ns[g])
+			first_hit_ns[g] = bpf_ktime_get_ns();
 		/* Two CPUs may both see it: a second wake-up is harmless. */
 		if (guard_armed[g] && group_hits[g] >= guard_at[g]) {
 			guard_armed[g] = 0;

@@ -44,6 +44,7 @@ struct cuda_tracer {
 	bool group_on[CG__COUNT];	    /* groups currently attached */
 	double on_since[CG__COUNT];	    /* when an attached group was attached */
 	double attached_s[CG__COUNT];	    /* attached seconds since the last drain */
+	double busy_s[CG__COUNT];	    /* ... of them from each window's first hit on */
 	_Atomic int64_t late_ns[CG__COUNT]; /* attached while closes were pending (close threads) */
 	bool guard_woken;		    /* a CUDA_EV_GUARD came */
 	double last_drain;
@@ -148,6 +149,27 @@ static int group_attach(struct cuda_tracer *c, struct cobj *o, int g)
 	return 0;
 }
 
+/* A stretch of attached time begins (a window opens, or a drain cut it). */
+static void segment_start(struct cuda_tracer *c, int g, double t)
+{
+	c->on_since[g] = t;
+	c->skel->bss->first_hit_ns[g] = 0;
+}
+
+/* ... and ends: attached time, and the part of it from the first hit on, which the rate
+ * is measured over (a window that opened before a phase began does not dilute it). */
+static void segment_end(struct cuda_tracer *c, int g, double t)
+{
+	double seg = t - c->on_since[g], lead = seg;
+	uint64_t first = c->skel->bss->first_hit_ns[g];
+
+	if (first)
+		lead = (double)first / 1e9 - c->on_since[g];
+	lead = lead < 0 ? 0 : lead > seg ? seg : lead;
+	c->attached_s[g] += seg;
+	c->busy_s[g] += seg - lead;
+}
+
 void cuda__set_group(struct cuda_tracer *c, int g, bool on)
 {
 	struct close_batch *b = NULL;
@@ -164,7 +186,7 @@ void cuda__set_group(struct cuda_tracer *c, int g, bool on)
 					 strerror(-err));
 		}
 		/* The window opens when the probes are in, not when we began putting them in. */
-		c->on_since[g] = mono_now();
+		segment_start(c, g, mono_now());
 	} else {
 		b = malloc(sizeof(*b) + sizeof(int) * 2 * c->nobjs);
 		if (b) {
@@ -186,7 +208,7 @@ void cuda__set_group(struct cuda_tracer *c, int g, bool on)
 			}
 		}
 		close_async(b);
-		c->attached_s[g] += now - c->on_since[g];
+		segment_end(c, g, now);
 	}
 	c->group_on[g] = on;
 }
@@ -714,11 +736,14 @@ static double settle_windows(struct cuda_tracer *c)
 	double now = mono_now(), elapsed = now - c->last_drain;
 
 	for (int g = 0; g < CG__COUNT; g++) {
+		double late = (double)atomic_exchange(&c->late_ns[g], 0) / 1e9;
+
 		if (c->group_on[g]) {
-			c->attached_s[g] += now - c->on_since[g];
-			c->on_since[g] = now;
+			segment_end(c, g, now);
+			segment_start(c, g, now);
 		}
-		c->attached_s[g] += (double)atomic_exchange(&c->late_ns[g], 0) / 1e9;
+		c->attached_s[g] += late;
+		c->busy_s[g] += late;
 		c->scale[g] = c->scaled ? governor__scale(c->attached_s[g], elapsed) : 1;
 	}
 	return now;
@@ -741,7 +766,8 @@ static void observe_rates(struct cuda_tracer *c)
 	hmap__clear(&c->tidhits);
 	for (int g = 0; c->gov && g < CG__COUNT && g < c->gov->ngroups; g++) {
 		if (c->attached_s[g] > 0)
-			governor__observe(c->gov, g, max[g], sum[g], c->attached_s[g]);
+			governor__observe(c->gov, g, max[g], sum[g],
+					  c->busy_s[g] > 0 ? c->busy_s[g] : c->attached_s[g]);
 	}
 }
 
@@ -755,7 +781,7 @@ int cuda__drain(struct cuda_tracer *c, bool final)
 		err = drain_buffer(c, stacks__flip(&c->skel->bss->buf_active));
 	observe_rates(c);
 	for (int g = 0; g < CG__COUNT; g++)
-		c->attached_s[g] = 0;
+		c->attached_s[g] = c->busy_s[g] = 0;
 	c->last_drain = now;
 	return err;
 }
@@ -772,8 +798,8 @@ void cuda__start(struct cuda_tracer *c)
 	 * attached but nothing to count: it must not dilute the first estimate. */
 	c->last_drain = mono_now();
 	for (int g = 0; g < CG__COUNT; g++) {
-		c->attached_s[g] = 0;
-		c->on_since[g] = c->last_drain;
+		c->attached_s[g] = c->busy_s[g] = 0;
+		segment_start(c, g, c->last_drain);
 	}
 }
 
