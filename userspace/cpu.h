@@ -23,6 +23,11 @@ void cpu__free(struct cpu_sampler *c);
 
 /* Move what the kernel aggregated into the profile. final: drain both buffers. */
 int cpu__drain(struct cpu_sampler *c, bool final);
+/* What one sample costs the sampled thread (seconds), measured on gpubpf's own thread
+ * at start-up: a loop's throughput while sampled at 10 kHz by the same kind of event
+ * running the same program, against unsampled. In a VM the timer interrupt is most of
+ * it, and dearer than a probe's trap. ~30 ms. -1 if it cannot be measured. */
+double cpu__sample_cost(struct cpu_sampler *c);
 void cpu__stats(struct cpu_sampler *c, struct cpu_stats *out);
 
 #endif /* GPUBPF_CPU_USER_H */

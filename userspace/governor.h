@@ -30,6 +30,7 @@ struct governor {
 	double budget;	     /* fraction of a thread's time, e.g. 0.01 */
 	double cost_per_hit; /* seconds */
 	double cpu_cost;     /* fraction taken by CPU sampling (freq * cost of a sample) */
+	double sample_cost;  /* seconds a CPU sample costs the sampled thread (reported) */
 	double min_duty;     /* floor for hot groups */
 	double probe_duty;   /* duty of a group whose rate is not known yet */
 	bool exact;	     /* every group always attached */

@@ -156,8 +156,10 @@ static void add_comments(struct session *s, const struct cpu_stats *st, const st
 			    "cuda: sampled windows under a %.3g%% overhead budget; last duty cycles: %s "
 			    "(syncs, allocations and name lookups always attached); counts and bytes of "
 			    "windowed groups are scaled to estimates of the whole recording; estimated "
-			    "overhead %.3g%% of the busiest target thread; one probe hit costs %.2f us here",
-			    s->opts->budget, duty, 100 * governor__overhead(gv), gv->cost_per_hit * 1e6);
+			    "overhead %.3g%% of the busiest target thread (CPU sampling %.3g%% of it); one "
+			    "probe hit costs %.2f us and one CPU sample %.2f us here",
+			    s->opts->budget, duty, 100 * governor__overhead(gv), 100 * gv->cpu_cost,
+			    gv->cost_per_hit * 1e6, gv->sample_cost * 1e6);
 		else
 			profile__add_comment(
 			    s->prof,
@@ -198,9 +200,10 @@ static double window_period(void)
 	return 1.0;
 }
 
-static void setup_governor(struct governor *gv, const struct record_opts *o, struct cuda_tracer *cuda, bool windowed)
+static void setup_governor(struct governor *gv, const struct record_opts *o, struct cuda_tracer *cuda,
+			   struct cpu_sampler *cpu, bool windowed)
 {
-	double cost = cuda__calibrate(cuda);
+	double cost = cuda__calibrate(cuda), sample = windowed ? cpu__sample_cost(cpu) : -1;
 
 	if (cost <= 0) {
 		/* What DESIGN measured here; said in the comments with the rest. */
@@ -211,7 +214,11 @@ static void setup_governor(struct governor *gv, const struct record_opts *o, str
 	gv->budget = o->budget / 100;
 	gv->cost_per_hit = cost;
 	/* A CPU sample interrupts a thread at most freq times a second. */
-	gv->cpu_cost = o->freq * cost;
+	if (sample < 0)
+		sample = cost;
+	pr_debug("one CPU sample costs the sampled thread %.2f us", sample * 1e6);
+	gv->sample_cost = sample;
+	gv->cpu_cost = o->freq * sample;
 	gv->min_duty = 0.002; /* 2 ms a second: dozens of launches even at 40k probed calls/s */
 	/* Until a group's rate is measured it stays attached: a short program is then counted
 	 * exactly, and the first window measures what the next ones cost. */
@@ -462,7 +469,7 @@ int record__main(int argc, char **argv)
 		goto cleanup;
 	}
 	windowed = !o.exact && cuda__windowed(cuda);
-	setup_governor(&gov, &o, cuda, windowed);
+	setup_governor(&gov, &o, cuda, cpu, windowed);
 	/* Device time: the injection library's USDT probes, where a target has it. */
 	cupti = cupti__new(&s, procs__targets_fd(s.procs), s.comms_fd);
 	if (!cupti) {
