@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "kallsyms.h"
+#include "readfile.h"
 
 /* kallsyms carries no sizes; past this distance from the nearest symbol an address is
  * more likely in a gap (unloaded module, BPF trampoline) than in that function. */
@@ -97,58 +98,10 @@ static int ksym_cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-static char *read_all(const char *path, size_t *lenp)
-{
-	size_t cap = 1 << 20, len = 0;
-	char *buf = NULL, *nb;
-	int fd, err;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	buf = malloc(cap + 1);
-	if (!buf)
-		goto err_out;
-	for (;;) {
-		ssize_t r;
-
-		if (len == cap) {
-			if (cap >= KALLSYMS_MAX_BYTES) {
-				errno = EFBIG;
-				goto err_out;
-			}
-			cap *= 2;
-			nb = realloc(buf, cap + 1);
-			if (!nb)
-				goto err_out;
-			buf = nb;
-		}
-		r = read(fd, buf + len, cap - len);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			goto err_out;
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
-	}
-	close(fd);
-	buf[len] = '\0';
-	*lenp = len;
-	return buf;
-err_out:
-	err = errno;
-	free(buf);
-	close(fd);
-	errno = err;
-	return NULL;
-}
-
 struct kallsyms *kallsyms__load(const char *path)
 {
 	size_t len = 0;
-	char *buf = read_all(path, &len);
+	char *buf = readfile__path(path, KALLSYMS_MAX_BYTES, false, &len);
 
 	if (!buf)
 		return NULL;

@@ -11,47 +11,16 @@
 #include "objscan.h"
 #include "procmaps.h"
 #include "procroot.h"
+#include "readfile.h"
 
 #define MAPS_MAX_BYTES (64u << 20)
 
 static char *read_maps(int pid)
 {
-	char mpath[64], *buf = NULL;
-	size_t cap = 0, len = 0;
-	ssize_t r;
-	int fd;
+	char mpath[64];
 
 	snprintf(mpath, sizeof(mpath), "/proc/%d/maps", pid);
-	fd = open(mpath, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	for (;;) {
-		if (len + 4096 + 1 > cap) {
-			char *n;
-
-			if (cap >= MAPS_MAX_BYTES)
-				break;
-			cap = cap ? cap * 2 : 65536;
-			n = realloc(buf, cap);
-			if (!n) {
-				free(buf);
-				close(fd);
-				errno = ENOMEM;
-				return NULL;
-			}
-			buf = n;
-		}
-		r = read(fd, buf + len, cap - len - 1);
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-	}
-	close(fd);
-	if (buf)
-		buf[len] = '\0';
-	else
-		errno = ENOENT;
-	return buf;
+	return readfile__path(mpath, MAPS_MAX_BYTES, true, NULL);
 }
 
 int objscan__pid(int pid, int key_pid, struct hmap *seen, objscan_fn cb, void *ctx)

@@ -227,6 +227,31 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
+/* A new, zeroed location entry with the next id (blocks of LOC_BLOCK never move, so
+ * pointers to entries stay valid). 0, -E2BIG or -ENOMEM. */
+static int loc_new(struct profile *p, struct loc_ent **out)
+{
+	struct loc_ent *e;
+
+	if (p->nlocs >= UINT32_MAX - 1)
+		return -E2BIG;
+	if (p->nlocs % LOC_BLOCK == 0) {
+		size_t b = p->nlocs / LOC_BLOCK;
+		int err = grow((void **)&p->loc_blocks, &p->cap_blocks, b + 1, sizeof(*p->loc_blocks));
+
+		if (err)
+			return err;
+		p->loc_blocks[b] = malloc(LOC_BLOCK * sizeof(**p->loc_blocks));
+		if (!p->loc_blocks[b])
+			return -ENOMEM;
+	}
+	e = loc_at(p, p->nlocs++);
+	memset(e, 0, sizeof(*e));
+	e->pub.id = p->nlocs;
+	*out = e;
+	return 0;
+}
+
 /* ---- strings ---- */
 
 struct str_key {
@@ -546,21 +571,9 @@ static int intern_location(struct profile *p, int pid, const struct prof_frame *
 		*id = slot->idx1;
 		return 0;
 	}
-	if (p->nlocs >= UINT32_MAX - 1)
-		return -E2BIG;
-	if (p->nlocs % LOC_BLOCK == 0) {
-		size_t b = p->nlocs / LOC_BLOCK;
-
-		err = grow((void **)&p->loc_blocks, &p->cap_blocks, b + 1, sizeof(*p->loc_blocks));
-		if (err)
-			return err;
-		p->loc_blocks[b] = malloc(LOC_BLOCK * sizeof(**p->loc_blocks));
-		if (!p->loc_blocks[b])
-			return -ENOMEM;
-	}
-	e = loc_at(p, p->nlocs++);
-	memset(e, 0, sizeof(*e));
-	e->pub.id = p->nlocs;
+	err = loc_new(p, &e);
+	if (err)
+		return err;
 	e->pub.kind = k.kind;
 	e->pub.pid = k.kind == PROF_FRAME_USER ? pid : 0;
 	e->pub.addr = k.addr;
@@ -952,23 +965,11 @@ int profile__add_resolved_location(struct profile *p, uint32_t kind, int pid, ui
 	err = copy_result(p, &tmp, sym, &copy);
 	if (err)
 		return err;
-	if (p->nlocs >= UINT32_MAX - 1)
-		return -E2BIG;
-	if (p->nlocs % LOC_BLOCK == 0) {
-		size_t b = p->nlocs / LOC_BLOCK;
-
-		err = grow((void **)&p->loc_blocks, &p->cap_blocks, b + 1, sizeof(*p->loc_blocks));
-		if (err)
-			return err;
-		p->loc_blocks[b] = malloc(LOC_BLOCK * sizeof(**p->loc_blocks));
-		if (!p->loc_blocks[b])
-			return -ENOMEM;
-	}
 	/* not entered in the location table: a file's locations keep their own identity
 	 * (two of them may share an address), and frames added later never merge into one */
-	e = loc_at(p, p->nlocs++);
-	memset(e, 0, sizeof(*e));
-	e->pub.id = p->nlocs;
+	err = loc_new(p, &e);
+	if (err)
+		return err;
 	e->pub.kind = kind;
 	e->pub.pid = kind == PROF_FRAME_USER ? pid : 0;
 	e->pub.addr = addr;

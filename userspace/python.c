@@ -23,6 +23,7 @@
 #include "procroot.h"
 #include "procs.h"
 #include "python.h"
+#include "readfile.h"
 #include "session.h"
 
 /* Bounds on what the target can make us read. */
@@ -549,41 +550,6 @@ out:
 
 /* ---- /proc/PID/maps ---- */
 
-static char *read_text(const char *path, size_t max)
-{
-	char *buf = NULL;
-	size_t cap = 0, len = 0;
-	ssize_t r;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return NULL;
-	for (;;) {
-		if (len + 4097 > cap) {
-			char *nb;
-
-			if (cap >= max)
-				break;
-			cap = cap ? cap * 2 : 65536;
-			nb = realloc(buf, cap);
-			if (!nb) {
-				free(buf);
-				close(fd);
-				return NULL;
-			}
-			buf = nb;
-		}
-		r = read(fd, buf + len, cap - len - 1);
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-	}
-	close(fd);
-	if (buf)
-		buf[len] = '\0';
-	return buf;
-}
-
 /* Refresh pp's executable mappings (roles INTERP for the interpreter's file). */
 static int read_maps(struct py_pid *pp)
 {
@@ -592,7 +558,7 @@ static int read_maps(struct py_pid *pp)
 	int n = 0, cap = 0;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", pp->pid);
-	buf = read_text(path, PY_MAPS_MAX);
+	buf = readfile__path(path, PY_MAPS_MAX, true, NULL);
 	if (!buf)
 		return -errno ? -errno : -ENOENT;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -795,7 +761,7 @@ int python__track(struct python *py, int pid)
 	if (!pp)
 		return -ENOMEM;
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	buf = read_text(path, PY_MAPS_MAX);
+	buf = readfile__path(path, PY_MAPS_MAX, true, NULL);
 	if (!buf)
 		return 0; /* gone */
 	/* The interpreter is the main executable (static) or a libpython: look at the

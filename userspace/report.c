@@ -332,6 +332,32 @@ static void section(FILE *f, const char *title)
 	fprintf(f, "\n%s\n", title);
 }
 
+/* Sum the sample types T[0..n) per call site (call_site) into table RT, over the samples
+ * with a value of T[0] or T[1] (the section's own types; the others ride along).
+ * 0, or -ENOMEM with RT freed. */
+static int sum_by_call_site(struct ctx *c, struct table *rt, const int *types, int n)
+{
+	for (size_t i = 0; i < profile__num_samples(c->p); i++) {
+		const struct prof_sample *s = profile__sample(c->p, i);
+		const struct sym_frame *site;
+		struct cuda_view cv;
+		struct row *r;
+
+		if (!val(s, types[0]) && !val(s, types[1]))
+			continue;
+		cuda_view(c->p, s, &cv);
+		site = call_site(c->p, s, &cv);
+		r = table_get(rt, site->func, site->file, site->file ? site->line : 0);
+		if (!r) {
+			table_free(rt);
+			return -ENOMEM;
+		}
+		for (int k = 0; k < n; k++)
+			r->v[k] += val(s, types[k]);
+	}
+	return 0;
+}
+
 static int sec_api(struct ctx *c)
 {
 	static const struct col cols[] = {
@@ -499,25 +525,8 @@ static int sec_gpumem(struct ctx *c)
 			c->t_alloc < 0 ? "the profile has no gpu_alloc sample type" : "no GPU allocations were traced");
 		return 0;
 	}
-	for (size_t i = 0; i < profile__num_samples(c->p); i++) {
-		const struct prof_sample *s = profile__sample(c->p, i);
-		const struct sym_frame *site;
-		struct cuda_view cv;
-		struct row *r;
-
-		if (!val(s, c->t_alloc) && !val(s, c->t_inuse))
-			continue;
-		cuda_view(c->p, s, &cv);
-		site = call_site(c->p, s, &cv);
-		r = table_get(&t, site->func, site->file, site->file ? site->line : 0);
-		if (!r) {
-			table_free(&t);
-			return -ENOMEM;
-		}
-		r->v[0] += val(s, c->t_alloc);
-		r->v[1] += val(s, c->t_inuse);
-		r->v[2] += val(s, c->t_calls);
-	}
+	if (sum_by_call_site(c, &t, (const int[]){c->t_alloc, c->t_inuse, c->t_calls}, 3))
+		return -ENOMEM;
 	fmt_val(a, sizeof(a), total(c, c->t_alloc), U_BYTES, c->o->raw);
 	fmt_val(u, sizeof(u), total(c, c->t_inuse), U_BYTES, c->o->raw);
 	snprintf(title, sizeof(title), "GPU memory by allocating call site (%s allocated, %s still in use at the end)",
@@ -540,24 +549,8 @@ static int sec_sites(struct ctx *c)
 
 	if (total(c, c->t_launch) <= 0)
 		return 0; /* the kernel section said why */
-	for (size_t i = 0; i < profile__num_samples(c->p); i++) {
-		const struct prof_sample *s = profile__sample(c->p, i);
-		const struct sym_frame *site;
-		struct cuda_view cv;
-		struct row *r;
-
-		if (!val(s, c->t_launch) && !val(s, c->t_ktime))
-			continue;
-		cuda_view(c->p, s, &cv);
-		site = call_site(c->p, s, &cv);
-		r = table_get(&t, site->func, site->file, site->file ? site->line : 0);
-		if (!r) {
-			table_free(&t);
-			return -ENOMEM;
-		}
-		r->v[0] += val(s, c->t_launch);
-		r->v[1] += val(s, c->t_ktime);
-	}
+	if (sum_by_call_site(c, &t, (const int[]){c->t_launch, c->t_ktime}, 2))
+		return -ENOMEM;
 	section(c->f, "Top launch call sites (innermost frame outside CUDA)");
 	print_table(c->f, &t, cols, total(c, c->t_ktime) > 0 ? 4 : 2, 0, c->o->top, c->o->raw, "call site", 0);
 	table_free(&t);

@@ -31,6 +31,7 @@
 #include "perfmap.h"
 #include "procmaps.h"
 #include "procroot.h"
+#include "readfile.h"
 #include "syms.h"
 
 #define MAPS_MAX_BYTES (64u << 20)
@@ -426,66 +427,12 @@ static int open_host(const char *path)
 	return fd;
 }
 
-/* Read all of FD up to MAX bytes (more is an error). NUL-terminated, malloc'd. */
-static char *read_fd_all(int fd, size_t max, size_t *lenp)
-{
-	size_t cap = 64 << 10, len = 0;
-	char *buf = malloc(cap + 1), *nb;
-
-	if (!buf)
-		return NULL;
-	for (;;) {
-		ssize_t r;
-
-		if (len == cap) {
-			if (cap >= max) {
-				free(buf);
-				errno = EFBIG;
-				return NULL;
-			}
-			cap = cap * 2 > max ? max : cap * 2;
-			nb = realloc(buf, cap + 1);
-			if (!nb) {
-				free(buf);
-				errno = ENOMEM;
-				return NULL;
-			}
-			buf = nb;
-		}
-		r = read(fd, buf + len, cap - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			int err = errno;
-
-			free(buf);
-			errno = err;
-			return NULL;
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
-	}
-	buf[len] = '\0';
-	*lenp = len;
-	return buf;
-}
-
 static char *read_proc_file(int pid, const char *name, size_t max, size_t *lenp)
 {
 	char path[64];
-	char *buf;
-	int fd, err;
 
 	snprintf(path, sizeof(path), "/proc/%d/%s", pid, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	buf = read_fd_all(fd, max, lenp);
-	err = errno;
-	close(fd);
-	errno = err;
-	return buf;
+	return readfile__path(path, max, false, lenp);
 }
 
 /* Field 22 of /proc/PID/stat: tells a reused pid from the process we tracked. */

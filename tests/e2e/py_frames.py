@@ -7,26 +7,13 @@ usage: py_frames.py shares TRACES SPEC [TOL]   shares of leaf<parent=weight,... 
        py_frames.py chain TRACES F1,F2,...     some trace with the sample index's value
            holds F1 then F2 ... as consecutive frames, leaf to root
 Prints what it measured; exits 1 on a mismatch."""
-import re
 import sys
+
+from shares import traces as all_traces  # tests/e2e/shares.py, beside this file
 
 
 def traces(path):
-    count, frames = None, []
-    for line in open(path):
-        if line.startswith("-----------+"):
-            if count is not None:
-                yield count, frames
-            count, frames = None, []
-            continue
-        m = re.match(r"^\s+(\d+)\s+(\S.*)$", line)
-        if m and count is None:
-            count, frames = int(m.group(1)), [m.group(2).strip()]
-            continue
-        if count is not None and line.strip() and ":" not in line.split()[0]:
-            frames.append(line.strip())
-    if count is not None:
-        yield count, frames
+    return all_traces(path, labels=False)
 
 
 def fname(frame):

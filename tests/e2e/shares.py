@@ -11,8 +11,9 @@ import re
 import sys
 
 
-def traces(path):
-    """Yield (count, [frames leaf first]) from pprof -traces output."""
+def traces(path, labels=True):
+    """Yield (count, [frames leaf first]) from pprof -traces output; labels=False leaves
+    out the label lines ("key:value") that follow a trace's frames."""
     count, frames = None, []
     for line in open(path):
         if line.startswith("-----------+"):
@@ -24,7 +25,7 @@ def traces(path):
         if m and count is None:
             count, frames = int(m.group(1)), [m.group(2).strip()]
             continue
-        if count is not None and line.strip():
+        if count is not None and line.strip() and (labels or ":" not in line.split()[0]):
             frames.append(line.strip())
     if count is not None:
         yield count, frames
@@ -73,4 +74,5 @@ def main():
     sys.exit(0 if ok else 1)
 
 
-main()
+if __name__ == "__main__":
+    main()

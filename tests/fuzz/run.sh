@@ -16,7 +16,7 @@ rc=0
 declare -A SRCS=(
 	[procmaps]="userspace/procmaps.c"
 	[perfmap]="userspace/perfmap.c"
-	[kallsyms]="userspace/kallsyms.c"
+	[kallsyms]="userspace/kallsyms.c userspace/readfile.c"
 	[demangle]="userspace/demangle.c"
 )
 

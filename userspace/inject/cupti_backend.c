@@ -118,6 +118,17 @@ static uint64_t to_mono(uint64_t t)
 
 /* One CUPTI record into the CUPTI-free form records.c handles. The structs are those of
  * the CUPTI this library was built against, which is the one it loads. */
+/* The fields every kind of record has, under the same names. */
+#define COMMON_FIELDS(a, x)                                                                                            \
+	do {                                                                                                           \
+		(a).corr = (x)->correlationId;                                                                         \
+		(a).start = to_mono((x)->start);                                                                       \
+		(a).end = to_mono((x)->end);                                                                           \
+		(a).device = (x)->deviceId;                                                                            \
+		(a).stream = (x)->streamId;                                                                            \
+		(a).graph_id = (x)->graphId;                                                                           \
+	} while (0)
+
 static void handle_record(const CUpti_Activity *r)
 {
 	struct inj_activity a = {0};
@@ -128,12 +139,7 @@ static void handle_record(const CUpti_Activity *r)
 		const CUpti_ActivityKernel10 *k = (const void *)r;
 
 		a.kind = DEV_KERNEL;
-		a.corr = k->correlationId;
-		a.start = to_mono(k->start);
-		a.end = to_mono(k->end);
-		a.device = k->deviceId;
-		a.stream = k->streamId;
-		a.graph_id = k->graphId;
+		COMMON_FIELDS(a, k);
 		a.name = k->name;
 		break;
 	}
@@ -141,12 +147,7 @@ static void handle_record(const CUpti_Activity *r)
 		const CUpti_ActivityMemcpy6 *m = (const void *)r;
 
 		a.kind = DEV_MEMCPY;
-		a.corr = m->correlationId;
-		a.start = to_mono(m->start);
-		a.end = to_mono(m->end);
-		a.device = m->deviceId;
-		a.stream = m->streamId;
-		a.graph_id = m->graphId;
+		COMMON_FIELDS(a, m);
 		a.bytes = m->bytes;
 		a.cupti_copy_kind = m->copyKind;
 		break;
@@ -155,12 +156,7 @@ static void handle_record(const CUpti_Activity *r)
 		const CUpti_ActivityMemset4 *m = (const void *)r;
 
 		a.kind = DEV_MEMSET;
-		a.corr = m->correlationId;
-		a.start = to_mono(m->start);
-		a.end = to_mono(m->end);
-		a.device = m->deviceId;
-		a.stream = m->streamId;
-		a.graph_id = m->graphId;
+		COMMON_FIELDS(a, m);
 		a.bytes = m->bytes;
 		break;
 	}
