@@ -30,20 +30,39 @@ struct {
 	__type(value, __u32);
 } pause_pids SEC(".maps");
 
+/* The processes this program has stopped and nobody has resumed yet (tgid -> when).
+ * Userspace resumes them after probing; if gpubpf dies first, its guardian process
+ * (userspace/holdguard.c), which holds this map and pause_pids, resumes them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u64);
+} held SEC(".maps");
+
 /* Events lost because the ring buffer was full; userspace reports it. */
 __u64 lost_events = 0;
 
 #define SIGSTOP 19
 
-static __always_inline __u32 maybe_pause(__u32 tgid)
+/* Stop the current process if it is ours to hold. Noted in `held` before the signal, so
+ * whoever resumes it finds it there; the signal is delivered on the way back to user
+ * space, so the process stops before it runs on. */
+static __always_inline __u32 maybe_pause(__u32 tgid, __u64 ts)
 {
 	if (!bpf_map_lookup_elem(&pause_pids, &tgid))
 		return 0;
-	/* Delivered on the way back to user space: the process stops before it runs on. */
-	return bpf_send_signal(SIGSTOP) == 0;
+	if (bpf_map_update_elem(&held, &tgid, &ts, BPF_ANY))
+		return 0;
+	if (bpf_send_signal(SIGSTOP) == 0)
+		return 1;
+	bpf_map_delete_elem(&held, &tgid);
+	return 0;
 }
 
-static __always_inline void emit_paused(__u32 type, __u32 pid, __u32 ppid, __u32 paused)
+/* The event is reserved before the process is stopped: the event is what makes userspace
+ * resume it, so a process is never stopped when its event would be lost. */
+static __always_inline void emit_paused(__u32 type, __u32 pid, __u32 ppid, bool may_pause)
 {
 	struct gpubpf_proc_event *e = bpf_ringbuf_reserve(&proc_events, sizeof(*e), 0);
 
@@ -54,15 +73,15 @@ static __always_inline void emit_paused(__u32 type, __u32 pid, __u32 ppid, __u32
 	e->type = type;
 	e->pid = pid;
 	e->ppid = ppid;
-	e->paused = paused;
 	e->ts_ns = bpf_ktime_get_ns();
+	e->paused = may_pause ? maybe_pause(pid, e->ts_ns) : 0;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	bpf_ringbuf_submit(e, 0);
 }
 
 static __always_inline void emit(__u32 type, __u32 pid, __u32 ppid)
 {
-	emit_paused(type, pid, ppid, 0);
+	emit_paused(type, pid, ppid, false);
 }
 
 /* tp_btf needs no tracefs mount (attached by BTF id), unlike classic tracepoints. */
@@ -94,7 +113,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 
 	if (is_target(tgid))
-		emit_paused(PROC_EV_EXEC, tgid, 0, maybe_pause(tgid));
+		emit_paused(PROC_EV_EXEC, tgid, 0, true);
 	return 0;
 }
 
@@ -106,7 +125,7 @@ int on_dl_debug_state(struct pt_regs *ctx)
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
 	if (is_target(tgid))
-		emit_paused(PROC_EV_LOAD, tgid, 0, maybe_pause(tgid));
+		emit_paused(PROC_EV_LOAD, tgid, 0, true);
 	return 0;
 }
 

@@ -62,6 +62,8 @@ struct cuda_tracer {
 	struct hmap names;	  /* (tgid, handle, 0) -> char * name (driver functions, kernels) */
 	struct hmap kfuncs;	  /* (tgid, CUfunction, 1) -> CUkernel */
 	struct hmap rtkernels;	  /* (tgid, cudaKernel_t, 2) -> host stub address */
+	struct hmap plain;	  /* (dev, inode, 5) -> 1: objects without CUDA entry points */
+	bool warned_attach;	  /* a failure to attach was said once without -v */
 	int objects;
 	uint64_t calls;
 };
@@ -80,6 +82,7 @@ struct cobj {
 };
 
 static void on_change(void *ctx, int pid);
+static void on_exit_pid(void *ctx, int pid);
 
 static double mono_now(void)
 {
@@ -345,6 +348,7 @@ struct cuda_tracer *cuda__new(struct session *s, int targets_fd, int comms_fd)
 		goto fail;
 	}
 	procs__add_on_change(s->procs, on_change, c);
+	procs__add_on_exit(s->procs, on_exit_pid, c);
 	if (c->trace) {
 		err = procs__add_ringbuf(s->procs, bpf_map__fd(c->skel->maps.call_events), on_call, c);
 		if (err) {
@@ -386,10 +390,25 @@ void cuda__free(struct cuda_tracer *c)
 	hmap__clear(&c->rtkernels);
 	hmap__clear(&c->scanned);
 	hmap__clear(&c->scanned_pids);
+	hmap__clear(&c->plain);
 	hmap__clear(&c->tidhits);
 	cuda_bpf__destroy(c->skel);
 	trace__free(c->timeline);
 	free(c);
+}
+
+/* Said once without -v (a target starting thousands of processes under a low file limit
+ * would fill the terminal), every time with it. */
+static void attach_failed(struct cuda_tracer *c, int pid, const char *what, int err)
+{
+	if (c->warned_attach || log_verbose) {
+		pr_debug("cannot attach CUDA %s probes to pid %d: %s", what, pid, strerror(-err));
+		return;
+	}
+	c->warned_attach = true;
+	pr_warn("cannot attach CUDA %s probes to pid %d: %s; its calls are not counted (further failures "
+		"are said only with -v)",
+		what, pid, strerror(-err));
 }
 
 /* Keep the object (and its fd) and attach the groups that are on now: an entry link and
@@ -448,7 +467,7 @@ static int attach_multi(struct cuda_tracer *c, int pid, int fd, const struct elf
 		int err = c->group_on[g] ? group_attach(c, o, g) : 0;
 
 		if (err)
-			pr_warn("cannot attach CUDA %s probes to pid %d: %s", cuda_group_names[g], pid, strerror(-err));
+			attach_failed(c, pid, cuda_group_names[g], err);
 	}
 	return attached;
 }
@@ -470,7 +489,7 @@ static int attach_single(struct cuda_tracer *c, int pid, const char *path, const
 			l = bpf_program__attach_uprobe_opts(ret ? c->skel->progs.cuda_exit : c->skel->progs.cuda_enter,
 							    pid, path, (size_t)want[i].offset, &opts);
 			if (!l) {
-				pr_debug("cannot attach to %s in %s: %s", a->name, shown, strerror(errno));
+				attach_failed(c, pid, a->name, -errno);
 				continue;
 			}
 			if (linkset__add(&c->links, l)) {
@@ -483,8 +502,9 @@ static int attach_single(struct cuda_tracer *c, int pid, const char *path, const
 	return attached;
 }
 
-/* Attach to every CUDA entry point defined in the object open at FD. */
-static int attach_object(struct cuda_tracer *c, int pid, int fd, const char *shown)
+/* Attach to every CUDA entry point defined in the object open at FD. *PLAIN: it has none
+ * (whatever process maps it). */
+static int attach_object(struct cuda_tracer *c, int pid, int fd, const char *shown, bool *plain)
 {
 	struct elfsym_want want[256];
 	char path[64];
@@ -495,13 +515,14 @@ static int attach_object(struct cuda_tracer *c, int pid, int fd, const char *sho
 	/* The dynamic linker's hook: probed so loads trigger a rescan at once. */
 	want[n] = (struct elfsym_want){.name = "_dl_debug_state"};
 	found = elfsym__lookup_fd(fd, want, n + 1);
+	*plain = found == 0 || (found == 1 && want[n].offset);
 	if (found <= 0)
 		return found;
 	/* The kernel resolves this magic link to exactly the file we opened inside the
 	 * target's root: no second lookup of a path the target controls. */
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	if (want[n].offset) {
-		int err = procs__attach_dl_state(c->s->procs, pid, path, want[n].offset);
+		int err = procs__attach_dl_state(c->s->procs, fd, want[n].offset);
 
 		if (err)
 			pr_debug("cannot probe _dl_debug_state in %s: %s", shown, strerror(-err));
@@ -526,8 +547,16 @@ static int attach_object(struct cuda_tracer *c, int pid, int fd, const char *sho
 static void scan_object(void *ctx, int pid, int fd, const char *path)
 {
 	struct cuda_tracer *c = ctx;
+	struct stat st;
+	bool plain = false;
 
-	attach_object(c, c->s->opts->all ? -1 : pid, fd, path);
+	/* A process that starts thousands of others maps the same libc each time: an
+	 * object once found without CUDA entry points is not read again. */
+	if (fstat(fd, &st) == 0 && hmap__get(&c->plain, st.st_dev, st.st_ino, 5, NULL))
+		return;
+	attach_object(c, c->s->opts->all ? -1 : pid, fd, path, &plain);
+	if (plain)
+		hmap__put(&c->plain, st.st_dev, st.st_ino, 5, 1);
 }
 
 static int scan_pid(struct cuda_tracer *c, int pid)
@@ -538,6 +567,45 @@ static int scan_pid(struct cuda_tracer *c, int pid)
 static void on_change(void *ctx, int pid)
 {
 	scan_pid(ctx, pid);
+}
+
+/* A target exited: its probes go (a process that starts thousands of CUDA programs one
+ * after another must not collect their links). Closing links waits for a grace period:
+ * on a thread of its own. Under -a probes belong to no process. */
+static void on_exit_pid(void *ctx, int pid)
+{
+	struct cuda_tracer *c = ctx;
+	struct close_batch *b;
+	size_t keep = 0, nfds = 0;
+
+	if (c->s->opts->all)
+		return;
+	for (size_t i = 0; i < c->nobjs; i++)
+		nfds += c->objs[i]->pid == pid ? 2 * CG__COUNT + 1 : 0;
+	if (!nfds)
+		return;
+	b = malloc(sizeof(*b) + sizeof(int) * nfds);
+	if (b) {
+		b->n = 0;
+		b->late_ns = NULL;
+	}
+	for (size_t i = 0; i < c->nobjs; i++) {
+		struct cobj *o = c->objs[i];
+
+		if (o->pid != pid) {
+			c->objs[keep++] = o;
+			continue;
+		}
+		for (int g = 0; g < CG__COUNT && b; g++)
+			for (int r = 0; r <= 1; r++)
+				if (o->link[g][r] >= 0) {
+					b->fds[b->n++] = o->link[g][r];
+					o->link[g][r] = -1;
+				}
+		cobj_free(o);
+	}
+	c->nobjs = keep;
+	close_async(b);
 }
 
 /* Loads, execs and forks rescan a process at once (procs' change callbacks); this pass
@@ -697,8 +765,8 @@ static int add_cuda_sample(struct cuda_tracer *c, const struct cuda_key *k, cons
 	}
 	if (n > 0)
 		ips[0] -= 1;
-	err = session__add_stack_sample_py(s, k->tgid, k->tid, NULL, 0, ips, n, k->pystack, leaf, nleaf, extra, nextra,
-					   values);
+	err = session__add_stack_sample_py(s, k->tgid, k->tid, 0, NULL, 0, ips, n, k->pystack, leaf, nleaf, extra,
+					   nextra, values);
 	free(owned);
 	return err;
 }

@@ -6,12 +6,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "hmap.h"
+#include "holdguard.h"
 #include "links.h"
 #include "log.h"
 #include "procs.h"
@@ -44,7 +47,18 @@ struct procs {
 		void *ctx;
 	} on_change[PROCS_MAX_ON_CHANGE];
 	int n_on_change;
-	struct linkset links; /* _dl_debug_state probes */
+	struct {
+		void (*cb)(void *ctx, int pid);
+		void *ctx;
+	} on_exit[PROCS_MAX_ON_CHANGE];
+	int n_on_exit;
+	/* _dl_debug_state probes: one per dynamic linker file, for every process (the BPF
+	 * side keeps to targets), so a target that starts thousands of processes costs no
+	 * more than one that starts one. */
+	struct linkset links;
+	struct hmap dl_files; /* (dev, inode, 0) -> 1 */
+	bool warned_dl;
+	struct holdguard guard; /* resumes held processes if gpubpf dies (-- only) */
 };
 
 static struct proc_ent *find(struct procs *p, int pid)
@@ -126,11 +140,13 @@ static int on_event(void *ctx, void *data, size_t len)
 		e = find(p, (int)ev->pid);
 		if (e)
 			e->alive = false;
+		for (int i = 0; i < p->n_on_exit; i++)
+			p->on_exit[i].cb(p->on_exit[i].ctx, (int)ev->pid);
 		break;
 	}
 	/* Whatever happened above, a process we stopped runs on. */
 	if (ev->paused)
-		kill((pid_t)ev->pid, SIGCONT);
+		holdguard__resume(bpf_map__fd(p->skel->maps.held), (pid_t)ev->pid);
 	return err;
 }
 
@@ -144,18 +160,52 @@ int procs__add_on_change(struct procs *p, void (*cb)(void *ctx, int pid), void *
 	return 0;
 }
 
-int procs__attach_dl_state(struct procs *p, int pid, const char *path, uint64_t offset)
+int procs__add_on_exit(struct procs *p, void (*cb)(void *ctx, int pid), void *ctx)
+{
+	if (p->n_on_exit >= PROCS_MAX_ON_CHANGE)
+		return -E2BIG;
+	p->on_exit[p->n_on_exit].cb = cb;
+	p->on_exit[p->n_on_exit].ctx = ctx;
+	p->n_on_exit++;
+	return 0;
+}
+
+int procs__attach_dl_state(struct procs *p, int fd, uint64_t offset)
 {
 	struct bpf_link *l;
+	struct stat st;
+	char path[64];
+	int err;
 
-	l = bpf_program__attach_uprobe(p->skel->progs.on_dl_debug_state, false, pid, path, (size_t)offset);
-	if (!l)
+	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (linkset__add(&p->links, l)) {
+	if (hmap__get(&p->dl_files, st.st_dev, st.st_ino, 0, NULL))
+		return 0;
+	/* The kernel resolves this magic link to exactly the file the caller opened. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	l = bpf_program__attach_uprobe(p->skel->progs.on_dl_debug_state, false, -1, path, (size_t)offset);
+	if (!l) {
+		err = -errno;
+		if (!p->warned_dl && !log_verbose)
+			pr_warn("cannot watch the dynamic linker for library loads: %s; CUDA libraries loaded "
+				"later are found only at the next rescan (-v says more)",
+				strerror(-err));
+		p->warned_dl = true;
+		return err;
+	}
+	if (linkset__add(&p->links, l) || hmap__put(&p->dl_files, st.st_dev, st.st_ino, 0, 1)) {
 		bpf_link__destroy(l);
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+void procs__end_holds(struct procs *p)
+{
+	int n = holdguard__resume_all(bpf_map__fd(p->skel->maps.pause_pids), bpf_map__fd(p->skel->maps.held));
+
+	if (n)
+		pr_debug("resumed %d held process%s", n, n == 1 ? "" : "es");
 }
 
 struct procs *procs__new(const struct record_opts *o, struct syms *syms, const struct task_offsets *task_off)
@@ -169,6 +219,7 @@ struct procs *procs__new(const struct record_opts *o, struct syms *syms, const s
 	p->syms = syms;
 	p->gate_fd = -1;
 	p->error_fd = -1;
+	p->guard.ctl_fd = -1;
 	p->skel = procs_bpf__open();
 	if (!p->skel) {
 		err = -errno;
@@ -200,6 +251,17 @@ void procs__free(struct procs *p)
 {
 	if (!p)
 		return;
+	/* No process stays stopped: stop holding, detach, then resume whatever a program
+	 * still running during the detach stopped. */
+	if (p->skel)
+		procs__end_holds(p);
+	linkset__destroy(&p->links);
+	if (p->skel) {
+		bpf_link__destroy(p->skel->links.on_exec);
+		p->skel->links.on_exec = NULL;
+		procs__end_holds(p);
+	}
+	holdguard__stop(&p->guard);
 	if (p->gate_fd >= 0)
 		close(p->gate_fd);
 	if (p->error_fd >= 0)
@@ -209,9 +271,9 @@ void procs__free(struct procs *p)
 		kill(p->child, SIGKILL);
 		waitpid(p->child, NULL, 0);
 	}
-	linkset__destroy(&p->links);
 	ring_buffer__free(p->rb);
 	procs_bpf__destroy(p->skel);
+	hmap__clear(&p->dl_files);
 	free(p->ents);
 	free(p);
 }
@@ -255,6 +317,13 @@ int procs__spawn(struct procs *p, char **argv)
 	int gate[2] = {-1, -1}, errp[2] = {-1, -1}, err;
 	pid_t pid;
 
+	/* Before anything can be held: if gpubpf dies, the guardian resumes what it held. */
+	if (!p->guard.pid) {
+		err =
+		    holdguard__start(&p->guard, bpf_map__fd(p->skel->maps.pause_pids), bpf_map__fd(p->skel->maps.held));
+		if (err)
+			return err;
+	}
 	if (pipe2(gate, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
 		err = -errno;
 		goto fail;

@@ -60,8 +60,17 @@ int procs__add_ringbuf(struct procs *p, int map_fd, int (*cb)(void *ctx, void *d
  * Several tracers may register (up to 4). 0 or -E2BIG. */
 int procs__add_on_change(struct procs *p, void (*cb)(void *ctx, int pid), void *ctx);
 
-/* Probe the dynamic linker's _dl_debug_state at OFFSET in PATH for PID (-1: all). */
-int procs__attach_dl_state(struct procs *p, int pid, const char *path, uint64_t offset);
+/* Call CB(ctx, pid) when a target's last thread exited: release what it held. Up to 4. */
+int procs__add_on_exit(struct procs *p, void (*cb)(void *ctx, int pid), void *ctx);
+
+/* Probe the dynamic linker's _dl_debug_state at OFFSET in the file open at FD (a
+ * dynamic linker a target maps). Once per file, for all processes; BPF keeps to the
+ * targets. 0 or a negative errno (said once without -v). */
+int procs__attach_dl_state(struct procs *p, int fd, uint64_t offset);
+
+/* Stop holding the started command at loads, and resume it if it is held now: the end
+ * of a recording. Also done by procs__free() and, if gpubpf is killed, by its guardian. */
+void procs__end_holds(struct procs *p);
 
 /* Counters for the status line. */
 int procs__num_live(const struct procs *p);

@@ -406,10 +406,13 @@ int record__main(int argc, char **argv)
 			pr_err("no such process: %d", o.pids[i]);
 			return -ESRCH;
 		}
+		err = preflight__pid(o.pids[i]);
+		if (err)
+			return err;
 	}
 	err = outfile__check(o.output);
 	if (err) {
-		pr_err("cannot write %s: %s", o.output, strerror(-err));
+		pr_err("cannot write %s: %s", o.output, outfile__strerror(err));
 		return err;
 	}
 
@@ -592,6 +595,9 @@ int record__main(int argc, char **argv)
 		pr_debug("every target exited");
 
 	procs__drain_events(s.procs);
+	/* From here on nothing is probed any more: a started command that loads a library
+	 * now must not wait for the drains, symbolization and writing. */
+	procs__end_holds(s.procs);
 	err = cpu__drain(cpu, true);
 	if (!err)
 		err = cuda__drain(cuda, true);
@@ -628,7 +634,7 @@ int record__main(int argc, char **argv)
 
 	err = outfile__write(o.output, write_cb, &w);
 	if (err) {
-		pr_err("cannot write %s: %s", o.output, strerror(-err));
+		pr_err("cannot write %s: %s", o.output, outfile__strerror(err));
 		goto cleanup;
 	}
 	if (o.trace) {
@@ -660,6 +666,8 @@ int record__main(int argc, char **argv)
 	if (procs__lost_events(s.procs))
 		fprintf(stderr, ", %llu process events lost", procs__lost_events(s.procs));
 	fputc('\n', stderr);
+	if (!st.samples && !cs.calls && o.npids && !o.trace)
+		preflight__explain_empty(o.pids, o.npids, elapsed);
 	if (o.command) {
 		int ws;
 

@@ -28,6 +28,7 @@
 
 #include "demangle.h"
 #include "kallsyms.h"
+#include "log.h"
 #include "perfmap.h"
 #include "procmaps.h"
 #include "procroot.h"
@@ -225,7 +226,8 @@ struct proc {
 	uint32_t jit_seq;
 	dev_t pm_dev;
 	ino_t pm_ino;
-	off_t pm_off; /* bytes of the perf map already parsed (it is append-only) */
+	off_t pm_off;	 /* bytes of the perf map already parsed (it is append-only) */
+	bool pm_refused; /* its perf map was refused, and said so */
 };
 
 struct syms {
@@ -407,24 +409,17 @@ static const char *base_name(const char *path)
 
 /* ---- file access ------------------------------------------------------------------- */
 
-/* Open PATH as the target sees it, never escaping its root (procroot.h). */
+/* Open PATH as the target sees it, never escaping its root, only a regular file
+ * (procroot.h). Debug files found this way must still match their object's build id or
+ * CRC (debug_candidate). */
 static int open_in_root(int rootfd, const char *path)
 {
-	return procroot__open_at(rootfd, path);
+	return procroot__open_at(rootfd, path, NULL);
 }
 
 static int open_host(const char *path)
 {
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return -EINVAL;
-	}
-	return fd;
+	return procroot__open_host(path, NULL);
 }
 
 static char *read_proc_file(int pid, const char *name, size_t max, size_t *lenp)
@@ -1510,10 +1505,20 @@ static int jit_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+static void pr_warn_syms(int pid, const char *path, int err)
+{
+	pr_warn("pid %d: not reading its %s: %s; its JIT frames stay unnamed", pid, path,
+		err == -ELOOP	 ? "a symlink, not the process's own file"
+		: err == -EPERM	 ? "the file does not belong to the process's user"
+		: err == -EINVAL ? "not a regular file"
+				 : strerror(-err));
+}
+
 /* Read /tmp/perf-NSPID.map inside the target's root. JITs append to it, so only the part
  * past what we already parsed is read, up to its last complete line. */
 static int proc_load_perfmap(struct syms *s, struct proc *p, int rootfd)
 {
+	struct procroot_rule own = {0};
 	char path[64];
 	struct stat st;
 	char *buf = NULL;
@@ -1524,9 +1529,19 @@ static int proc_load_perfmap(struct syms *s, struct proc *p, int rootfd)
 	if (!p->nspid)
 		p->nspid = proc_nspid(p->pid);
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", p->nspid);
-	fd = open_in_root(rootfd, path);
-	if (fd < 0)
+	/* As the target would have written it: its own regular file, reached through no
+	 * symlink. Anything else there (a link to a root-only file, a FIFO, a device) is
+	 * not the target's perf map, and must not become symbol names in a profile. */
+	if (procroot__target_uids(p->pid, &own))
 		return 0;
+	own.no_symlinks = true;
+	fd = procroot__open_at(rootfd, path, &own);
+	if (fd < 0) {
+		if (fd != -ENOENT && !p->pm_refused)
+			pr_warn_syms(p->pid, path, fd);
+		p->pm_refused = fd != -ENOENT;
+		return 0;
+	}
 	if (fstat(fd, &st))
 		goto out;
 	if (st.st_dev != p->pm_dev || st.st_ino != p->pm_ino || st.st_size < p->pm_off) {
@@ -1618,8 +1633,13 @@ static struct obj *open_mapping(struct syms *s, int pid, int rootfd, const struc
 	/* map_files names exactly the inode mapped, even if deleted or replaced since. */
 	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
 	fd = open_host(mf);
-	if (fd < 0 && !m->deleted)
-		fd = open_in_root(rootfd, m->path);
+	if (fd < 0 && !m->deleted) {
+		/* By path: only the very file mapped (the target may have put another, or a
+		 * symlink to one it cannot read, at that path since). */
+		struct procroot_rule same = {.same_file = true, .ino = (ino_t)m->ino};
+
+		fd = procroot__open_at(rootfd, m->path, &same);
+	}
 	if (fd < 0)
 		return NULL;
 	return obj_get(s, fd, rootfd, m->path);
@@ -1761,8 +1781,15 @@ int syms__track_pid(struct syms *s, int pid)
 		}
 		nm[nn++] = *o;
 	}
-	if (nn)
+	if (nn) {
+		struct map *fit = realloc(nm, nn * sizeof(*nm));
+
+		/* Kept for the whole recording, for each of possibly thousands of processes:
+		 * no room to spare. */
+		if (fit)
+			nm = fit;
 		qsort(nm, nn, sizeof(*nm), map_cmp);
+	}
 	free(p->maps);
 	p->maps = nm;
 	p->nmaps = nn;
