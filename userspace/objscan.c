@@ -31,8 +31,8 @@ int objscan__pid(int pid, int key_pid, struct hmap *seen, objscan_fn cb, void *c
 		return -errno;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		struct procmaps_entry e;
+		struct procroot_rule rule = {.same_file = true};
 		char path[4096];
-		struct stat st;
 		uint64_t dev;
 		int ofd;
 
@@ -45,12 +45,12 @@ int objscan__pid(int pid, int key_pid, struct hmap *seen, objscan_fn cb, void *c
 			continue;
 		memcpy(path, e.path, e.path_len);
 		path[e.path_len] = '\0';
-		ofd = procroot__open(pid, path);
+		/* The file must be the one mapped: a target can replace a path's file. */
+		rule.ino = (ino_t)e.inode;
+		ofd = procroot__open(pid, path, &rule);
 		if (ofd < 0)
 			continue;
-		/* The file must be the one mapped: a target can replace a path's file. */
-		if (fstat(ofd, &st) == 0 && st.st_ino == e.inode)
-			cb(ctx, pid, ofd, path);
+		cb(ctx, pid, ofd, path);
 		close(ofd);
 	}
 	free(buf);

@@ -782,11 +782,10 @@ int python__track(struct python *py, int pid)
 			continue;
 		memcpy(obj, e.path, e.path_len);
 		obj[e.path_len] = '\0';
-		fd = procroot__open(pid, obj);
+		fd = procroot__open(pid, obj, &(struct procroot_rule){.same_file = true, .ino = (ino_t)e.inode});
 		if (fd < 0)
 			continue;
-		if (fstat(fd, &stt) == 0 && stt.st_ino == (ino_t)e.inode &&
-		    scan_interp(fd, e.start, e.offset, &ps) == 0) {
+		if (fstat(fd, &stt) == 0 && scan_interp(fd, e.start, e.offset, &ps) == 0) {
 			found = true;
 			pp->interp_dev = stt.st_dev;
 			pp->interp_ino = stt.st_ino;
@@ -840,8 +839,10 @@ int python__track(struct python *py, int pid)
 	}
 	/* Right after an exec only the executable and the dynamic linker are mapped: a
 	 * libpython may come with the loader's next event. Say nothing yet. */
-	if (found || nfiles >= 3)
-		say(py, pid, found ? msg : why);
+	if (found)
+		say(py, pid, msg);
+	else if (nfiles >= 3)
+		pr_debug("pid %d: %s", pid, why); /* a native program: nothing to tell the user */
 	return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <signal.h>
 #include <stdint.h>
+#include <grp.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -102,6 +103,7 @@ static const char *fixture_cc[] = {
 };
 
 static char fx_dir[256];
+static uid_t child_uid;	    /* non-zero: children run as this user (and group nogroup) */
 static const char *fx_skip; /* why fixtures are unavailable, or NULL */
 static bool fx_built;
 static bool have_cxx;
@@ -246,6 +248,8 @@ static int child_start(struct child *c, const char *name)
 	if (c->pid == 0) {
 		dup2(in[0], 0);
 		dup2(out[1], 1);
+		if (child_uid && (setgroups(0, NULL) || setgid(65534) || setuid(child_uid)))
+			_exit(126);
 		execl(path, path, (char *)NULL);
 		_exit(127);
 	}
@@ -571,6 +575,84 @@ TEST(perf_map)
 	syms__free(s);
 }
 
+/* A target that is not root must not get gpubpf (root) to read a file it could not read
+ * itself into a profile: its perf map is only ever its own regular file, reached through
+ * no symlink, and a FIFO or device there is never opened. */
+TEST(perf_map_is_the_targets_own)
+{
+	char path[64], secret_dir[] = "/tmp/gpubpf-secret-XXXXXX", secret[128];
+	uint64_t anon;
+	FILE *f;
+	int fd;
+
+	build_fixtures();
+	if (fx_skip)
+		SKIP("%s", fx_skip);
+	if (geteuid() != 0)
+		SKIP("needs root to run the target as another user");
+	CHECK(mkdtemp(secret_dir) != NULL);
+	chmod(fx_dir, 0755);
+	child_uid = 65534;
+	{
+		FIXTURE_BEGIN("fixture_nopie");
+		child_uid = 0;
+		anon = kv(&ch, "anon");
+		CHECKC(anon);
+		snprintf(path, sizeof(path), "/tmp/perf-%d.map", ch.pid);
+		snprintf(secret, sizeof(secret), "%s/secret", secret_dir);
+		f = fopen(secret, "w"); /* root's, mode 0600 in a 0700 directory */
+		CHECKC(f);
+		fprintf(f, "%" PRIx64 " 10000 ROOT_ONLY_SECRET\n", anon);
+		fclose(f);
+		chmod(secret, 0600);
+
+		/* a symlink to it, made by the target's user */
+		unlink(path);
+		CHECKC(symlink(secret, path) == 0);
+		CHECKC(lchown(path, 65534, 65534) == 0);
+		CHECKC_INT(syms__track_pid(s, ch.pid), 0);
+		CHECKC_INT(syms__resolve_user(s, ch.pid, anon + 0x10, &r), 0);
+		CHECKC(!r.resolved);
+
+		/* a hard copy that belongs to root, not to the target */
+		unlink(path);
+		f = fopen(path, "w");
+		CHECKC(f);
+		fprintf(f, "%" PRIx64 " 10000 ROOT_OWNED\n", anon);
+		fclose(f);
+		CHECKC_INT(syms__track_pid(s, ch.pid), 0);
+		CHECKC_INT(syms__resolve_user(s, ch.pid, anon + 0x10, &r), 0);
+		CHECKC(!r.resolved);
+
+		/* a FIFO: refused, and without blocking on it (no writer ever comes) */
+		unlink(path);
+		CHECKC(mkfifo(path, 0666) == 0);
+		CHECKC(chown(path, 65534, 65534) == 0);
+		CHECKC_INT(syms__track_pid(s, ch.pid), 0);
+		CHECKC_INT(syms__resolve_user(s, ch.pid, anon + 0x10, &r), 0);
+		CHECKC(!r.resolved);
+
+		/* its own regular file: read */
+		unlink(path);
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+		CHECKC(fd >= 0);
+		CHECKC(fchown(fd, 65534, 65534) == 0);
+		f = fdopen(fd, "w");
+		CHECKC(f);
+		fprintf(f, "%" PRIx64 " 10000 jit_own\n", anon);
+		fclose(f);
+		CHECKC_INT(syms__track_pid(s, ch.pid), 0);
+		CHECKC_INT(syms__resolve_user(s, ch.pid, anon + 0x10, &r), 0);
+		CHECKC(r.resolved);
+		CHECKC_STR(r.frames[0].func, "jit_own");
+		unlink(path);
+		child_stop(&ch);
+		syms__free(s);
+	}
+	unlink(secret);
+	rmdir(secret_dir);
+}
+
 TEST(find_symbol)
 {
 	const char *path = NULL;
@@ -892,6 +974,7 @@ int main(int argc, char **argv)
 	RUN(stripped_with_build_id_debug_file);
 	RUN(cxx_demangled);
 	RUN(perf_map);
+	RUN(perf_map_is_the_targets_own);
 	RUN(find_symbol);
 	RUN(many_processes_share_objects_and_rate);
 	RUN(kernel);
