@@ -143,7 +143,7 @@ int convert__main(int argc, char **argv)
 	}
 	err = outfile__check(out);
 	if (err) {
-		pr_err("convert: cannot write %s: %s", out, strerror(-err));
+		pr_err("convert: cannot write %s: %s", out, outfile__strerror(err));
 		return err;
 	}
 	p = pprof_read__file(in, &info);
@@ -159,6 +159,10 @@ int convert__main(int argc, char **argv)
 		pr_warn("convert: %s: %zu samples with a wrong value count skipped, %zu stacks cut to %d frames, "
 			"%zu labels dropped",
 			in, info.skipped_samples, info.truncated_stacks, PROFILE_MAX_FRAMES, info.dropped_labels);
+	if (profile__saturated(p))
+		pr_warn("convert: %s: %llu sums of its values passed the range of a 64-bit integer and were held at "
+			"its limit",
+			in, (unsigned long long)profile__saturated(p));
 	c.p = p;
 	if (type) {
 		c.type_idx = profile__find_type(p, type);
@@ -170,7 +174,7 @@ int convert__main(int argc, char **argv)
 	}
 	err = outfile__write(out, write_cb, &c);
 	if (err)
-		pr_err("convert: cannot write %s: %s", out, strerror(-err));
+		pr_err("convert: cannot write %s: %s", out, outfile__strerror(err));
 	profile__free(p);
 	return err;
 }
