@@ -157,12 +157,14 @@ int folded__write(const struct profile *p, int type_idx, FILE *f)
 	if (nlines > 1)
 		qsort(lines, nlines, sizeof(*lines), cmp_line);
 	for (size_t i = 0; i < nlines;) {
-		uint64_t sum = 0; /* unsigned: no overflow UB */
+		int64_t sum = 0;
 		size_t j;
 
+		/* absurd values (another tool's) stop at the limit rather than wrap */
 		for (j = i; j < nlines && strcmp(lines[j].text, lines[i].text) == 0; j++)
-			sum += (uint64_t)lines[j].value;
-		if (sum && fprintf(f, "%s %lld\n", lines[i].text, (long long)(int64_t)sum) < 0) {
+			if (__builtin_add_overflow(sum, lines[j].value, &sum))
+				sum = lines[j].value > 0 ? INT64_MAX : INT64_MIN;
+		if (sum && fprintf(f, "%s %lld\n", lines[i].text, (long long)sum) < 0) {
 			err = -EIO;
 			goto out;
 		}

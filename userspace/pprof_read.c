@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <zlib.h>
 
+#include "pbscan.h"
 #include "pprof_read.h"
 #include "profile.pb-c.h"
 
@@ -76,65 +76,6 @@ int pprof_read__slurp(const char *path, size_t max, char **out, size_t *len)
 	buf[n] = '\0';
 	*out = buf;
 	*len = n;
-	return 0;
-}
-
-/* Inflate a gzip stream, refusing more than PPROF_READ_MAX_BYTES of output (a small file
- * can claim gigabytes). */
-static int gunzip(const unsigned char *in, size_t len, unsigned char **out, size_t *outlen)
-{
-	z_stream z = {0};
-	size_t cap = 0, n = 0, left = len;
-	unsigned char *buf = NULL;
-	int zr, err = -EBADMSG;
-
-	if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
-		return -ENOMEM;
-	z.next_in = (Bytef *)in;
-	for (;;) {
-		if (!z.avail_in && left) {
-			z.avail_in = left > UINT32_MAX ? UINT32_MAX : (uInt)left;
-			left -= z.avail_in;
-		}
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : len * 4 + 4096;
-			unsigned char *nb;
-
-			if (cap >= PPROF_READ_MAX_BYTES) {
-				err = -EFBIG;
-				break;
-			}
-			if (ncap > PPROF_READ_MAX_BYTES)
-				ncap = PPROF_READ_MAX_BYTES;
-			nb = realloc(buf, ncap);
-			if (!nb) {
-				err = -ENOMEM;
-				break;
-			}
-			buf = nb;
-			cap = ncap;
-		}
-		z.next_out = buf + n;
-		z.avail_out = cap - n > UINT32_MAX ? UINT32_MAX : (uInt)(cap - n);
-		zr = inflate(&z, Z_NO_FLUSH);
-		n = (size_t)(z.next_out - buf);
-		if (zr == Z_STREAM_END) {
-			err = 0;
-			break;
-		}
-		/* no progress possible: the input ended before the gzip trailer */
-		if (zr == Z_BUF_ERROR && !z.avail_in && !left)
-			break;
-		if (zr != Z_OK && zr != Z_BUF_ERROR)
-			break;
-	}
-	inflateEnd(&z);
-	if (err) {
-		free(buf);
-		return err;
-	}
-	*out = buf;
-	*outlen = n;
 	return 0;
 }
 
@@ -556,7 +497,10 @@ struct profile *pprof_read__buf(const void *data, size_t len, struct pprof_read_
 	unsigned char *raw = NULL;
 	size_t rawlen = len;
 	int *type_map = NULL;
+	struct pbscan scan = {
+	    .max_field = PPROF_READ_MAX_FIELD, .max_string = PPROF_READ_MAX_STRING, .string_field = PPROF_STRING_FIELD};
 	PB *pb = NULL;
+	bool gz;
 	int err;
 
 	if (info)
@@ -565,21 +509,38 @@ struct profile *pprof_read__buf(const void *data, size_t len, struct pprof_read_
 		errno = EINVAL;
 		return NULL;
 	}
+	gz = len >= 2 && in[0] == 0x1f && in[1] == 0x8b;
 	if (len > PPROF_READ_MAX_BYTES) {
 		set_err(info, "file too large (%zu bytes, at most %llu)", len, PPROF_READ_MAX_BYTES);
 		err = -EFBIG;
 		goto out;
 	}
-	if (len >= 2 && in[0] == 0x1f && in[1] == 0x8b) {
-		err = gunzip(in, len, &raw, &rawlen);
-		if (err) {
-			if (err == -EFBIG)
-				set_err(info, "decompresses to more than 1 GiB: refused");
-			else if (err == -EBADMSG)
-				set_err(info, "not a valid gzip stream (corrupt or truncated)");
-			goto out;
-		}
-		in = raw;
+	/* Every field is checked against its bound as the bytes come, before anything is
+	 * unpacked: a field of a gigabyte is refused after its first bytes. */
+	pbscan__init(&scan);
+	if (gz) {
+		err = pbscan__gunzip(&scan, in, len, PPROF_READ_MAX_BYTES, &raw, &rawlen);
+		if (!err)
+			in = raw;
+	} else {
+		err = pbscan__feed(&scan, in, len);
+	}
+	if (!err && !pbscan__complete(&scan))
+		err = -EBADMSG;
+	if (err) {
+		if (err == -EFBIG && scan.bad_field)
+			set_err(info, "%s of %llu bytes (at most %llu): refused",
+				scan.bad_field == PPROF_STRING_FIELD ? "a string" : "a field",
+				(unsigned long long)scan.bad_len,
+				(unsigned long long)(scan.bad_field == PPROF_STRING_FIELD ? scan.max_string
+											  : scan.max_field));
+		else if (err == -EFBIG)
+			set_err(info, "decompresses to more than %llu MiB: refused", PPROF_READ_MAX_BYTES >> 20);
+		else if (err == -EBADMSG && gz)
+			set_err(info, "not a valid gzip stream of a protobuf (corrupt or truncated)");
+		else if (err == -EBADMSG)
+			set_err(info, "not a pprof profile (not protobuf wire format)");
+		goto out;
 	}
 	pb = perftools__profiles__profile__unpack(NULL, rawlen, in);
 	if (!pb) {
@@ -655,7 +616,8 @@ struct profile *pprof_read__file(const char *path, struct pprof_read_info *info)
 	}
 	err = pprof_read__slurp(path, PPROF_READ_MAX_BYTES, &buf, &len);
 	if (err) {
-		set_err(info, "cannot read %s: %s", path, err == -EFBIG ? "larger than 1 GiB" : strerror(-err));
+		set_err(info, "cannot read %s: %s", path,
+			err == -EFBIG ? "larger than " PPROF_READ_MAX_TEXT : strerror(-err));
 		errno = -err;
 		return NULL;
 	}

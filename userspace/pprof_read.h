@@ -2,7 +2,7 @@
 /* pprof reader: a perftools.profiles.Profile (gzipped or not) into the profile model.
  *
  * Input is untrusted: sizes are bounded (PPROF_READ_MAX_BYTES compressed and
- * uncompressed), every string index and id reference is checked, and a profile with a
+ * uncompressed, each field and string as it is inflated), every string index and id reference is checked, and a profile with a
  * dangling reference is refused with a message saying which. What the model cannot hold
  * (more than PROFILE_MAX_TYPES types, deeper stacks, more labels) is dropped and counted
  * in struct pprof_read_info, so callers can say what they skipped.
@@ -14,7 +14,13 @@
 
 #include "profile.h"
 
-#define PPROF_READ_MAX_BYTES (1ULL << 30)
+/* Bounds on a file, compressed or not; on one top-level field of it (a sample, a
+ * location, a function: kilobytes in practice); on one string (a symbol name). */
+#define PPROF_READ_MAX_BYTES (512ULL << 20)
+#define PPROF_READ_MAX_TEXT "512 MiB"
+#define PPROF_READ_MAX_FIELD (16ULL << 20)
+#define PPROF_READ_MAX_STRING (1ULL << 20)
+#define PPROF_STRING_FIELD 6 /* Profile.string_table */
 
 struct pprof_read_info {
 	char error[256];	 /* why reading failed (set with a NULL return) */

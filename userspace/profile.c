@@ -66,6 +66,7 @@ struct profile {
 	} types[PROFILE_MAX_TYPES];
 	int ntypes;
 	int64_t totals[PROFILE_MAX_TYPES];
+	uint64_t saturated; /* sums held at the int64 limits */
 
 	const char *period_type, *period_unit;
 	int64_t period;
@@ -759,9 +760,15 @@ static int add_sample_ids(struct profile *p, int pid, int tid, const uint32_t *i
 		p->sample_ht.n++;
 	}
 	for (int i = 0; i < p->ntypes; i++) {
-		/* wrap instead of signed-overflow UB on absurd sums */
-		vals[i] = (int64_t)((uint64_t)vals[i] + (uint64_t)values[i]);
-		p->totals[i] = (int64_t)((uint64_t)p->totals[i] + (uint64_t)values[i]);
+		/* absurd sums (another tool's INT64_MAX) stop at the limit and are counted */
+		if (__builtin_add_overflow(vals[i], values[i], &vals[i])) {
+			vals[i] = values[i] > 0 ? INT64_MAX : INT64_MIN;
+			p->saturated++;
+		}
+		if (__builtin_add_overflow(p->totals[i], values[i], &p->totals[i])) {
+			p->totals[i] = values[i] > 0 ? INT64_MAX : INT64_MIN;
+			p->saturated++;
+		}
 	}
 	return 0;
 }
@@ -821,6 +828,11 @@ const struct prof_sample *profile__sample(const struct profile *p, size_t idx)
 	if (!p || idx >= p->nsamples)
 		return NULL;
 	return &p->samples[idx].pub;
+}
+
+uint64_t profile__saturated(const struct profile *p)
+{
+	return p ? p->saturated : 0;
 }
 
 int64_t profile__total(const struct profile *p, int type_idx)

@@ -125,6 +125,8 @@ const struct prof_location *profile__location(const struct profile *p, uint32_t 
 
 /* Sum of one type's values over all samples (for summaries and tests). */
 int64_t profile__total(const struct profile *p, int type_idx);
+/* How many sums of sample values passed the int64 range and were held at its limit. */
+uint64_t profile__saturated(const struct profile *p);
 
 /* Bytes of heap the model holds (tables, arrays and copied strings), for the governor. */
 size_t profile__mem_bytes(const struct profile *p);

@@ -14,11 +14,13 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "hmap.h"
 #include "log.h"
 #include "report.h"
+#include "ttyesc.h"
 
 #define NV 6 /* values per row */
 
@@ -134,6 +136,18 @@ static void fmt_val(char *buf, size_t len, int64_t v, enum unit u, bool raw)
 	}
 }
 
+/* Sums of absurd values (another tool's INT64_MAX) stop at the bounds and are counted,
+ * rather than wrapping to a negative number nobody would question. */
+static uint64_t n_saturated;
+
+static void sat_add(int64_t *a, int64_t b)
+{
+	if (__builtin_add_overflow(*a, b, a)) {
+		*a = b > 0 ? INT64_MAX : INT64_MIN;
+		n_saturated++;
+	}
+}
+
 #define CELL 48
 
 /* Print rows sorted by column sort_by, the first `top` of them, then one "[N more]" row
@@ -154,12 +168,12 @@ static void print_table(FILE *f, struct table *t, const struct col *cols, int nc
 		qsort(t->rows, t->n, sizeof(*t->rows), cmp_row);
 	for (size_t i = 0; i < t->n; i++)
 		for (int k = 0; k < NV; k++)
-			tot[k] += t->rows[i].v[k];
+			sat_add(&tot[k], t->rows[i].v[k]);
 	if (top > 0 && t->n > (size_t)top + 1) {
 		nshow = top;
 		for (size_t i = nshow; i < t->n; i++)
 			for (int k = 0; k < NV; k++)
-				more.v[k] += t->rows[i].v[k];
+				sat_add(&more.v[k], t->rows[i].v[k]);
 		snprintf(morename, sizeof(morename), "[%zu more]", t->n - nshow);
 		more.name = morename;
 	}
@@ -353,7 +367,7 @@ static int sum_by_call_site(struct ctx *c, struct table *rt, const int *types, i
 			return -ENOMEM;
 		}
 		for (int k = 0; k < n; k++)
-			r->v[k] += val(s, types[k]);
+			sat_add(&r->v[k], val(s, types[k]));
 	}
 	return 0;
 }
@@ -393,8 +407,8 @@ static int sec_api(struct ctx *c)
 			table_free(&t);
 			return -ENOMEM;
 		}
-		r->v[0] += val(s, c->t_calls);
-		r->v[1] += val(s, c->t_sync);
+		sat_add(&r->v[0], val(s, c->t_calls));
+		sat_add(&r->v[1], val(s, c->t_sync));
 	}
 	snprintf(title, sizeof(title), "CUDA API summary (%" PRId64 " calls; wait: time inside synchronizing calls)",
 		 total(c, c->t_calls));
@@ -439,8 +453,8 @@ static int sec_kernels(struct ctx *c)
 			table_free(&t);
 			return -ENOMEM;
 		}
-		r->v[0] += val(s, c->t_launch);
-		r->v[1] += val(s, c->t_ktime);
+		sat_add(&r->v[0], val(s, c->t_launch));
+		sat_add(&r->v[1], val(s, c->t_ktime));
 	}
 	if (dev) {
 		snprintf(title, sizeof(title), "GPU kernel summary (device time; instances: launches)");
@@ -490,9 +504,9 @@ static int sec_memops(struct ctx *c)
 			table_free(&t);
 			return -ENOMEM;
 		}
-		r->v[0] += val(s, c->t_calls);
-		r->v[1] += val(s, c->t_memcpy);
-		r->v[2] += val(s, c->t_ctime);
+		sat_add(&r->v[0], val(s, c->t_calls));
+		sat_add(&r->v[1], val(s, c->t_memcpy));
+		sat_add(&r->v[2], val(s, c->t_ctime));
 	}
 	if (!t.n) {
 		fprintf(c->f, "\nMemory operations: left out: %s\n",
@@ -609,13 +623,13 @@ static int sec_functions(struct ctx *c, int ti, bool chosen)
 					break;
 				}
 				if (leaf)
-					r->v[0] += v;
+					sat_add(&r->v[0], v);
 				leaf = false;
 				/* recursion: a function counts once per stack in cum */
 				if (hmap__get(&seen, (uintptr_t)fn, 0, 0, &last) && last == i + 1)
 					continue;
 				err = hmap__put(&seen, (uintptr_t)fn, 0, 0, i + 1);
-				r->v[1] += v;
+				sat_add(&r->v[1], v);
 			}
 		}
 	}
@@ -725,6 +739,7 @@ int report__profile(const struct profile *p, const struct report_opts *o, FILE *
 
 	if (!p || !f)
 		return -EINVAL;
+	n_saturated = 0;
 	c.t_calls = profile__find_type(p, "cuda_calls");
 	c.t_launch = profile__find_type(p, "cuda_launches");
 	c.t_memcpy = profile__find_type(p, "cuda_memcpy");
@@ -765,6 +780,11 @@ int report__profile(const struct profile *p, const struct report_opts *o, FILE *
 		err = sec_sites(&c);
 	if (!err)
 		footer(&c, chosen);
+	if (!err && (n_saturated || profile__saturated(p)))
+		fprintf(f,
+			"Capped: %llu sums passed the range of a 64-bit integer and were held at its limit "
+			"(the profile holds values no recording makes)\n",
+			(unsigned long long)(n_saturated + profile__saturated(p)));
 	if (!err && (fflush(f) != 0 || ferror(f)))
 		err = -EIO;
 	return err;
@@ -805,8 +825,8 @@ static int trace_rows(const struct trace_event **ev, size_t n, enum trace_kind k
 			return -ENOMEM;
 		r->v[0] = (int64_t)(j - i);
 		for (size_t k = i; k < j; k++) {
-			r->v[1] += (int64_t)ev[k]->dur_ns;
-			r->v[5] += (int64_t)ev[k]->bytes;
+			sat_add(&r->v[1], (int64_t)ev[k]->dur_ns);
+			sat_add(&r->v[5], (int64_t)ev[k]->bytes);
 		}
 		/* sorted by duration within the group */
 		r->v[2] = (int64_t)ev[i]->dur_ns;
@@ -929,6 +949,8 @@ int report__main(int argc, char **argv)
 	};
 	struct report_opts o = {.top = 10};
 	struct pprof_read_info info;
+	FILE *out = stdout;
+	bool said = false;
 	const char *path;
 	int opt, err;
 	long l;
@@ -967,6 +989,12 @@ int report__main(int argc, char **argv)
 	}
 	path = argv[optind];
 	o.source = path;
+	/* Names in the tables are the targets' choice: on a terminal, never its commands. */
+	if (isatty(STDOUT_FILENO)) {
+		out = ttyesc__open(stdout);
+		if (!out)
+			out = stdout;
+	}
 	if (looks_like_json(path)) {
 		struct trace *t;
 		char why[256];
@@ -976,9 +1004,10 @@ int report__main(int argc, char **argv)
 		err = trace__read_file(path, &t, why, sizeof(why));
 		if (err) {
 			pr_err("report: %s: %s", path, why);
-			return err;
+			said = true;
+			goto out;
 		}
-		err = report__trace(t, &o, stdout);
+		err = report__trace(t, &o, out);
 		trace__free(t);
 	} else {
 		struct profile *p = pprof_read__file(path, &info);
@@ -986,13 +1015,17 @@ int report__main(int argc, char **argv)
 		if (!p) {
 			err = errno ? -errno : -EINVAL;
 			pr_err("report: %s: %s", path, info.error);
-			return err;
+			said = true;
+			goto out;
 		}
 		o.info = &info;
-		err = report__profile(p, &o, stdout);
+		err = report__profile(p, &o, out);
 		profile__free(p);
 	}
-	if (err && err != -EINVAL)
+out:
+	if (out != stdout && fclose(out) != 0 && !err)
+		err = -EIO;
+	if (err && err != -EINVAL && !said)
 		pr_err("report: %s", strerror(-err));
 	return err;
 }

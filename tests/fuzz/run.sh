@@ -18,6 +18,8 @@ declare -A SRCS=(
 	[perfmap]="userspace/perfmap.c"
 	[kallsyms]="userspace/kallsyms.c userspace/readfile.c"
 	[demangle]="userspace/demangle.c"
+	[pbscan]="userspace/pbscan.c -lz"
+	[ttyesc]="userspace/ttyesc.c"
 )
 
 seed() { # name dir
@@ -32,6 +34,13 @@ seed() { # name dir
 		;;
 	kallsyms)
 		printf 'ffffffff81000000 T _stext\n0000000000001000 t alpha\n0000000000005000 t mod_fn\t[nvidia]\n' >"$2/a"
+		;;
+	pbscan)
+		printf '\x0a\x04\x08\x01\x10\x02\x32\x03abc\x48\x96\x01' >"$2/a"
+		printf '\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\xe3\x62\x64\x02\x00\x9c\x23\x6a\x6c\x03\x00\x00\x00' >"$2/b"
+		;;
+	ttyesc)
+		printf 'fn\x1b]0;t\x07 h\xc3\xa9 \xc2\x9b\xe2\x9c\x93\xf0\x9d\x84\x9e\xff' >"$2/a"
 		;;
 	demangle)
 		printf 'void (anonymous namespace)::f<int>(int)' >"$2/a"
@@ -48,7 +57,7 @@ if ! command -v "$CLANG" >/dev/null 2>&1; then
 	exit 0
 fi
 
-for name in procmaps perfmap kallsyms demangle; do
+for name in procmaps perfmap kallsyms demangle pbscan ttyesc; do
 	bin=$out/fuzz_$name
 	log=$out/fuzz_$name.log
 	if ! "$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Iuserspace \
