@@ -41,6 +41,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 
 	key.tgid = tgid;
 	key.tid = tid;
+	key.names = record_comm(tgid, tid);
 	key.ustack = capture_ustack(ctx, buf);
 	key.kstack = capture_kstack(ctx, buf);
 	/* The interpreter's frames, merged into the native stack by userspace. */
@@ -60,7 +61,5 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		__sync_fetch_and_add(cnt, 1);
 	}
 	stat_inc(STAT_SAMPLES);
-
-	record_comm(tgid, tid);
 	return 0;
 }

@@ -13,6 +13,7 @@ struct cpu_key {
 	__s32 ustack;  /* stack id, or -1 */
 	__s32 kstack;  /* stack id, or -1 */
 	__s32 pystack; /* Python frames: id in py_stacks (bpf/python.bpf.h), or -1 */
+	__u32 names;   /* the thread's names when sampled (struct comm_key) */
 };
 
 #endif /* GPUBPF_CPU_H */

@@ -26,10 +26,18 @@ struct gpubpf_proc_event {
 	char comm[16];
 };
 
-/* Value of the comms map (key: tid). */
+/* Key of the comms map: a thread's names as they were when a sample was taken (NAMES, a
+ * hash of both names, is what the sample carries), or its latest names (NAMES 0). A
+ * thread renamed, or a process that exec'd, keeps its old names on its old samples. */
+struct comm_key {
+	__u32 tid;
+	__u32 names;
+};
+
+/* Value of the comms map. */
 struct gpubpf_comm {
 	__u32 tgid;
-	__u32 pad;
+	__u32 names;	/* the hash of comm and pcomm (never 0) */
 	char comm[16];	/* thread name */
 	char pcomm[16]; /* process (group leader) name */
 };

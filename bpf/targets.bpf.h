@@ -21,19 +21,35 @@ const volatile __u32 self_tgid = 0;
  * not parse the kernel's BTF again for every object. */
 const volatile struct task_offsets task_off = {};
 
-/* Thread and process names by tid: labels for samples of threads gone by export time.
+/* Thread and process names by (tid, names), and each thread's latest at (tid, 0):
+ * labels for samples of threads gone by export time, as they were named when sampled.
  * LRU, so -a on a busy host cannot fill it. Shared like targets. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
-	__type(key, __u32);
+	__type(key, struct comm_key);
 	__type(value, struct gpubpf_comm);
 } comms SEC(".maps");
 
-/* Remember the current thread's names (cheap: one map update). */
-static __always_inline void record_comm(__u32 tgid, __u32 tid)
+static __always_inline __u32 names_hash(const struct gpubpf_comm *c)
 {
-	struct gpubpf_comm c = {};
+	__u32 h = 2166136261u;
+
+#pragma unroll
+	for (int i = 0; i < 16; i++)
+		h = (h ^ (__u8)c->comm[i]) * 16777619u;
+#pragma unroll
+	for (int i = 0; i < 16; i++)
+		h = (h ^ (__u8)c->pcomm[i]) * 16777619u;
+	return h ? h : 1;
+}
+
+/* Remember the current thread's names; returns their hash for the sample's key. Two
+ * lookups when nothing changed (the common case), an update only when a name did. */
+static __always_inline __u32 record_comm(__u32 tgid, __u32 tid)
+{
+	struct gpubpf_comm c = {}, *cur;
+	struct comm_key k = {.tid = tid};
 	void *task = (void *)bpf_get_current_task(), *leader = NULL;
 
 	c.tgid = tgid;
@@ -41,7 +57,15 @@ static __always_inline void record_comm(__u32 tgid, __u32 tid)
 	if (task_off.group_leader && task_off.comm &&
 	    !bpf_probe_read_kernel(&leader, sizeof(leader), task + task_off.group_leader) && leader)
 		bpf_probe_read_kernel_str(c.pcomm, sizeof(c.pcomm), leader + task_off.comm);
-	bpf_map_update_elem(&comms, &tid, &c, BPF_ANY);
+	c.names = names_hash(&c);
+	k.names = c.names;
+	if (!bpf_map_lookup_elem(&comms, &k))
+		bpf_map_update_elem(&comms, &k, &c, BPF_ANY);
+	k.names = 0;
+	cur = bpf_map_lookup_elem(&comms, &k);
+	if (!cur || cur->names != c.names || cur->tgid != tgid)
+		bpf_map_update_elem(&comms, &k, &c, BPF_ANY);
+	return c.names;
 }
 
 static __always_inline bool is_target(__u32 tgid)

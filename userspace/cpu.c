@@ -188,8 +188,8 @@ static int drain_buffer(struct cpu_sampler *c, unsigned buf)
 		SESSION_VALUES(values);
 		values[s->t_samples] = (int64_t)count;
 		values[s->t_cpu_ns] = (int64_t)count * s->period_ns;
-		err = session__add_stack_sample_py(s, key.tgid, key.tid, kips, nk, uips, nu, key.pystack, NULL, 0, NULL,
-						   0, values);
+		err = session__add_stack_sample_py(s, key.tgid, key.tid, key.names, kips, nk, uips, nu, key.pystack,
+						   NULL, 0, NULL, 0, values);
 		if (err)
 			break;
 		c->samples += count;

@@ -13,12 +13,14 @@
 #include "python.h"
 #include "session.h"
 
-/* tid -> names. Threads are few compared to samples; a small open-addressing table. */
+/* (pid, tid, names) -> labels. Threads are few compared to samples; a small
+ * open-addressing table. */
 struct name_ent {
 	uint32_t tid; /* 0 = empty */
 	uint32_t pid;
+	uint32_t names; /* the names' hash the samples carry (struct comm_key), 0: latest */
 	char tid_str[12], pid_str[12];
-	char comm[16], pcomm[16];
+	char comm[24], pcomm[24]; /* room for "[tid 4294967295]" */
 };
 
 static struct name_ent *names;
@@ -31,9 +33,9 @@ void session__names_free(void)
 	names_cap = names_len = 0;
 }
 
-static size_t slot_of(uint32_t tid, size_t cap)
+static size_t slot_of(uint32_t tid, uint32_t names, size_t cap)
 {
-	return (size_t)(tid * 2654435761u) & (cap - 1);
+	return (size_t)((tid ^ names) * 2654435761u) & (cap - 1);
 }
 
 static int names_grow(void)
@@ -46,7 +48,7 @@ static int names_grow(void)
 	for (size_t i = 0; i < names_cap; i++) {
 		if (!names[i].tid)
 			continue;
-		size_t j = slot_of(names[i].tid, ncap);
+		size_t j = slot_of(names[i].tid, names[i].names, ncap);
 		while (n[j].tid)
 			j = (j + 1) & (ncap - 1);
 		n[j] = names[i];
@@ -78,8 +80,9 @@ static void read_comm_file(uint32_t pid, uint32_t tid, char *out, size_t len)
 	out[strcspn(out, "\n")] = '\0';
 }
 
-static struct name_ent *name_lookup(struct session *s, uint32_t pid, uint32_t tid)
+static struct name_ent *name_lookup(struct session *s, uint32_t pid, uint32_t tid, uint32_t nh)
 {
+	struct comm_key k;
 	struct gpubpf_comm c;
 	struct name_ent *e;
 	size_t i;
@@ -87,25 +90,29 @@ static struct name_ent *name_lookup(struct session *s, uint32_t pid, uint32_t ti
 	if (!tid)
 		tid = pid ? pid : 0xffffffffu;
 	if (names_cap) {
-		for (i = slot_of(tid, names_cap); names[i].tid; i = (i + 1) & (names_cap - 1))
-			if (names[i].tid == tid && names[i].pid == pid)
+		for (i = slot_of(tid, nh, names_cap); names[i].tid; i = (i + 1) & (names_cap - 1))
+			if (names[i].tid == tid && names[i].pid == pid && names[i].names == nh)
 				return &names[i];
 	}
 	if ((names_len + 1) * 2 > names_cap && names_grow())
 		return NULL;
-	i = slot_of(tid, names_cap);
+	i = slot_of(tid, nh, names_cap);
 	while (names[i].tid)
 		i = (i + 1) & (names_cap - 1);
 	e = &names[i];
 	memset(e, 0, sizeof(*e));
 	e->tid = tid;
 	e->pid = pid;
+	e->names = nh;
 	names_len++;
 	snprintf(e->tid_str, sizeof(e->tid_str), "%u", tid);
 	snprintf(e->pid_str, sizeof(e->pid_str), "%u", pid);
-	if (s->comms_fd >= 0 && bpf_map_lookup_elem(s->comms_fd, &tid, &c) == 0) {
-		memcpy(e->comm, c.comm, sizeof(e->comm) - 1);
-		memcpy(e->pcomm, c.pcomm, sizeof(e->pcomm) - 1);
+	/* The names the thread had when sampled; else its latest; else what /proc says. */
+	k = (struct comm_key){.tid = tid, .names = nh};
+	if (s->comms_fd >= 0 && (bpf_map_lookup_elem(s->comms_fd, &k, &c) == 0 ||
+				 (k.names = 0, bpf_map_lookup_elem(s->comms_fd, &k, &c) == 0 && c.tgid == pid))) {
+		memcpy(e->comm, c.comm, sizeof(c.comm) - 1);
+		memcpy(e->pcomm, c.pcomm, sizeof(c.pcomm) - 1);
 	}
 	if (!e->comm[0])
 		read_comm_file(pid, tid, e->comm, sizeof(e->comm));
@@ -118,9 +125,9 @@ static struct name_ent *name_lookup(struct session *s, uint32_t pid, uint32_t ti
 	return e;
 }
 
-int session__labels(struct session *s, uint32_t pid, uint32_t tid, struct prof_label *l)
+int session__labels_at(struct session *s, uint32_t pid, uint32_t tid, uint32_t nh, struct prof_label *l)
 {
-	struct name_ent *e = name_lookup(s, pid, tid);
+	struct name_ent *e = name_lookup(s, pid, tid, nh);
 
 	if (!e)
 		return -ENOMEM;
@@ -136,22 +143,27 @@ int session__labels(struct session *s, uint32_t pid, uint32_t tid, struct prof_l
 	return 0;
 }
 
+int session__labels(struct session *s, uint32_t pid, uint32_t tid, struct prof_label *l)
+{
+	return session__labels_at(s, pid, tid, 0, l);
+}
+
 int session__add_stack_sample(struct session *s, uint32_t pid, uint32_t tid, const uint64_t *kips, int nk,
 			      const uint64_t *uips, int nu, const struct prof_frame *leaf, int nleaf,
 			      const struct prof_label *extra, int nextra, const int64_t *values)
 {
-	return session__add_stack_sample_py(s, pid, tid, kips, nk, uips, nu, -1, leaf, nleaf, extra, nextra, values);
+	return session__add_stack_sample_py(s, pid, tid, 0, kips, nk, uips, nu, -1, leaf, nleaf, extra, nextra, values);
 }
 
-int session__add_stack_sample_py(struct session *s, uint32_t pid, uint32_t tid, const uint64_t *kips, int nk,
-				 const uint64_t *uips, int nu, int32_t pystack, const struct prof_frame *leaf,
+int session__add_stack_sample_py(struct session *s, uint32_t pid, uint32_t tid, uint32_t names, const uint64_t *kips,
+				 int nk, const uint64_t *uips, int nu, int32_t pystack, const struct prof_frame *leaf,
 				 int nleaf, const struct prof_label *extra, int nextra, const int64_t *values)
 {
 	struct prof_frame frames[PROFILE_MAX_FRAMES];
 	struct prof_label labels[PROFILE_MAX_LABELS];
 	int n = 0, nl, err, ustart;
 
-	err = session__labels(s, pid, tid, labels);
+	err = session__labels_at(s, pid, tid, names, labels);
 	if (err)
 		return err;
 	nl = SESSION_LABELS;

@@ -57,6 +57,9 @@ int session__share_maps(struct session *s, struct bpf_object *obj, int targets_f
 /* Fill the standard labels of a sample (pid, tid, thread_name, process_name). Strings
  * point into a cache owned by the session module; valid until session__names_free(). */
 int session__labels(struct session *s, uint32_t pid, uint32_t tid, struct prof_label *labels);
+/* The same with the names the thread had when sampled: NAMES is the hash BPF's
+ * record_comm() returned then (0: the latest names). */
+int session__labels_at(struct session *s, uint32_t pid, uint32_t tid, uint32_t names, struct prof_label *labels);
 void session__names_free(void);
 
 /* The sample's values array, zeroed, sized for every type of the profile. */
@@ -70,10 +73,11 @@ int session__add_stack_sample(struct session *s, uint32_t pid, uint32_t tid, con
 			      const uint64_t *uips, int nu, const struct prof_frame *leaf, int nleaf,
 			      const struct prof_label *extra, int nextra, const int64_t *values);
 
-/* The same with the thread's Python frames (an id in py_stacks, or -1) merged into the
- * user stack by python__frames(); without s->py or a Python stack, exactly the above. */
-int session__add_stack_sample_py(struct session *s, uint32_t pid, uint32_t tid, const uint64_t *kips, int nk,
-				 const uint64_t *uips, int nu, int32_t pystack, const struct prof_frame *leaf,
+/* The same with the thread's names when sampled (NAMES, as for session__labels_at) and
+ * its Python frames (an id in py_stacks, or -1) merged into the user stack by
+ * python__frames(); without s->py or a Python stack, exactly the above. */
+int session__add_stack_sample_py(struct session *s, uint32_t pid, uint32_t tid, uint32_t names, const uint64_t *kips,
+				 int nk, const uint64_t *uips, int nu, int32_t pystack, const struct prof_frame *leaf,
 				 int nleaf, const struct prof_label *extra, int nextra, const int64_t *values);
 
 #endif /* GPUBPF_SESSION_H */
