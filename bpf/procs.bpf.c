@@ -30,9 +30,10 @@ struct {
 	__type(value, __u32);
 } pause_pids SEC(".maps");
 
-/* The processes this program has stopped and nobody has resumed yet (tgid -> when).
- * Userspace resumes them after probing; if gpubpf dies first, its guardian process
- * (userspace/holdguard.c), which holds this map and pause_pids, resumes them. */
+/* The processes this program may have stopped (tgid -> when it last did). Userspace
+ * resumes each after probing; if gpubpf dies first, its guardian process
+ * (userspace/holdguard.c), which holds this map and pause_pids, resumes them all. An
+ * entry goes only when its process exits: see holdguard.h for why. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
@@ -54,10 +55,7 @@ static __always_inline __u32 maybe_pause(__u32 tgid, __u64 ts)
 		return 0;
 	if (bpf_map_update_elem(&held, &tgid, &ts, BPF_ANY))
 		return 0;
-	if (bpf_send_signal(SIGSTOP) == 0)
-		return 1;
-	bpf_map_delete_elem(&held, &tgid);
-	return 0;
+	return bpf_send_signal(SIGSTOP) == 0;
 }
 
 /* The event is reserved before the process is stopped: the event is what makes userspace
@@ -110,8 +108,11 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid);
+	__u32 tgid = BPF_CORE_READ(p, tgid), *flags = bpf_map_lookup_elem(&targets, &tgid);
 
+	/* The command gpubpf started becomes a target proper here: before, it ran gpubpf. */
+	if (flags && (*flags & TARGET_PREEXEC))
+		*flags &= ~(__u32)TARGET_PREEXEC;
 	if (is_target(tgid))
 		emit_paused(PROC_EV_EXEC, tgid, 0, true);
 	return 0;

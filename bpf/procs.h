@@ -55,6 +55,8 @@ struct task_offsets {
 enum target_flags {
 	TARGET_ROOT = 1,     /* named by the user (-p, or the command started with --) */
 	TARGET_FOLLOWED = 2, /* a descendant followed after attach */
+	TARGET_PREEXEC = 4,  /* the command gpubpf forked, not yet exec'd: still gpubpf's code,
+			      * not sampled or traced until its exec (which clears this) */
 };
 
 #endif /* GPUBPF_PROCS_H */

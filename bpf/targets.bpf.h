@@ -70,11 +70,14 @@ static __always_inline __u32 record_comm(__u32 tgid, __u32 tid)
 
 static __always_inline bool is_target(__u32 tgid)
 {
+	__u32 *flags;
+
 	if (tgid == 0 || tgid == self_tgid)
 		return false;
 	if (trace_all)
 		return true;
-	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+	flags = bpf_map_lookup_elem(&targets, &tgid);
+	return flags && !(*flags & TARGET_PREEXEC);
 }
 
 #endif /* GPUBPF_TARGETS_BPF_H */

@@ -34,13 +34,15 @@ static int collect(int fd, uint32_t *keys, int max)
 	return n;
 }
 
-void holdguard__resume(int held_fd, pid_t pid)
+void holdguard__resume(pid_t pid)
+{
+	kill(pid, SIGCONT);
+}
+
+void holdguard__forget(int held_fd, pid_t pid)
 {
 	uint32_t k = (uint32_t)pid;
 
-	/* Resumed first, forgotten second: whoever looks in between resumes it again,
-	 * which is harmless, rather than never. */
-	kill(pid, SIGCONT);
 	if (held_fd >= 0)
 		bpf_map_delete_elem(held_fd, &k);
 }
@@ -59,7 +61,7 @@ int holdguard__resume_all(int pause_fd, int held_fd)
 		return 0;
 	n = collect(held_fd, keys, HOLD_MAX);
 	for (int i = 0; i < n; i++)
-		holdguard__resume(held_fd, (pid_t)keys[i]);
+		holdguard__resume((pid_t)keys[i]);
 	return n;
 }
 

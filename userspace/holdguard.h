@@ -17,12 +17,21 @@ struct holdguard {
 };
 
 /* Stop holding: empty PAUSE_FD (no process is stopped from now on) and resume every
- * process in HELD_FD (SIGCONT, then forget it). Returns how many were resumed. Safe to
- * call at any time, any number of times. */
+ * process in HELD_FD. Returns how many there were. Safe to call at any time, any number
+ * of times.
+ *
+ * Entries of HELD_FD are never deleted on a resume: the key is the pid, and BPF may
+ * record the process's next hold under it the moment it runs on, so a delete after the
+ * SIGCONT could erase that newer hold, and one before it would leave nothing to find if
+ * gpubpf died in between. A pid in HELD_FD is therefore "maybe held": resuming one that
+ * runs already costs nothing (SIGCONT to a running process does nothing). */
 int holdguard__resume_all(int pause_fd, int held_fd);
 
-/* Resume one held process and forget it. */
-void holdguard__resume(int held_fd, pid_t pid);
+/* Resume one held process. */
+void holdguard__resume(pid_t pid);
+
+/* Forget a process that exited: it is held no more, and its pid may be reused. */
+void holdguard__forget(int held_fd, pid_t pid);
 
 /* Fork the guardian; it keeps only PAUSE_FD, HELD_FD and its pipe. 0 or negative errno. */
 int holdguard__start(struct holdguard *g, int pause_fd, int held_fd);

@@ -142,11 +142,12 @@ static int on_event(void *ctx, void *data, size_t len)
 			e->alive = false;
 		for (int i = 0; i < p->n_on_exit; i++)
 			p->on_exit[i].cb(p->on_exit[i].ctx, (int)ev->pid);
+		holdguard__forget(bpf_map__fd(p->skel->maps.held), (pid_t)ev->pid);
 		break;
 	}
 	/* Whatever happened above, a process we stopped runs on. */
 	if (ev->paused)
-		holdguard__resume(bpf_map__fd(p->skel->maps.held), (pid_t)ev->pid);
+		holdguard__resume((pid_t)ev->pid);
 	return err;
 }
 
@@ -288,9 +289,9 @@ int procs__comms_fd(const struct procs *p)
 	return bpf_map__fd(p->skel->maps.comms);
 }
 
-static int set_target(struct procs *p, int pid)
+static int set_target(struct procs *p, int pid, __u32 val)
 {
-	__u32 key = (__u32)pid, val = TARGET_ROOT;
+	__u32 key = (__u32)pid;
 
 	if (bpf_map_update_elem(procs__targets_fd(p), &key, &val, BPF_ANY))
 		return -errno;
@@ -303,7 +304,7 @@ int procs__add_pid(struct procs *p, int pid)
 
 	if (kill(pid, 0) < 0 && errno == ESRCH)
 		return -ESRCH;
-	err = set_target(p, pid);
+	err = set_target(p, pid, TARGET_ROOT);
 	if (err)
 		return err;
 	if (!add_ent(p, pid, true))
@@ -359,7 +360,7 @@ int procs__spawn(struct procs *p, char **argv)
 	p->gate_fd = gate[1];
 	p->error_fd = errp[0];
 	p->child = pid;
-	err = set_target(p, pid);
+	err = set_target(p, pid, TARGET_ROOT | TARGET_PREEXEC);
 	if (err)
 		return err;
 	{

@@ -56,7 +56,7 @@ fi
 py_imports='import json, decimal, ctypes, hashlib, sqlite3, ssl, zlib, bz2, lzma, csv, array, select, socket, time; time.sleep(4)'
 stuck=0
 runs=0
-for sig_delay in KILL:0.2 KILL:0.35 KILL:0.5 KILL:0.8 KILL:1.2 KILL:2 INT:0.2 INT:0.35 INT:0.5 TERM:0.25 TERM:0.45 TERM:0.7; do
+for sig_delay in KILL:0.2 KILL:0.35 KILL:0.5 KILL:0.6 KILL:0.7 KILL:0.8 KILL:0.8 KILL:0.9 KILL:1.0 KILL:1.2 KILL:2 INT:0.2 INT:0.35 INT:0.5 TERM:0.25 TERM:0.45 TERM:0.7; do
 	sig=${sig_delay%%:*}
 	delay=${sig_delay#*:}
 	"$GPUBPF" record -o "$TMP/r.pb.gz" -- python3 -c "$py_imports" >"$TMP/r.log" 2>&1 &
