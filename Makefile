@@ -27,14 +27,14 @@ endif
 
 # Debian packages the build, tests, demo and benchmarks need.
 DEB_PKGS := clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev libprotobuf-c-dev \
-	protobuf-c-compiler golang-go pkg-config systemtap-sdt-dev libclang-rt-14-dev make gcc g++ \
-	binutils elfutils procps python3 hyperfine
+	protobuf-c-compiler libjansson-dev golang-go pkg-config systemtap-sdt-dev libclang-rt-14-dev make \
+	gcc g++ binutils elfutils procps python3 xz-utils hyperfine
 
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fno-omit-frame-pointer -MMD -MP \
 	-I$(BUILD) -I$(BUILD)/proto -Iuserspace -Ibpf -DGPUBPF_VERSION='"$(VERSION)"'
-LDLIBS := -lbpf -lelf -ldw -lz -lprotobuf-c -lstdc++ -lpthread -lm
+LDLIBS := -lbpf -lelf -ldw -lz -lprotobuf-c -ljansson -lstdc++ -lpthread -lm
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Ivmlinux/$(ARCH) -Ibpf -I$(BUILD)

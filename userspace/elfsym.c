@@ -7,6 +7,10 @@
 
 #include "elfsym.h"
 
+/* Files are read with ELF_C_READ (pread), never mapped: the files are the targets', and a
+ * target that truncates one while we read it would kill gpubpf with SIGBUS through a
+ * mapping (the symbolizer's policy too, syms.c). */
+
 /* Wanted names in a small open-addressing table: libraries like libtorch_cuda have
  * millions of symbols, so each must cost one hash and (rarely) one strcmp. */
 #define WANT_SLOTS 512
@@ -103,7 +107,7 @@ int elfsym__lookup_fd(int fd, struct elfsym_want *want, int n)
 	}
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
 		elf_end(elf);
 		return -ENOEXEC;
@@ -132,7 +136,7 @@ int elfsym__addr_to_offset_fd(int fd, uint64_t addr, uint64_t *offset)
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
 		elf_end(elf);
 		return -ENOEXEC;

@@ -352,11 +352,40 @@ static int write_gz(const Perftools__Profiles__Profile *msg, FILE *f)
 
 /* ---- building the message ---- */
 
+/* A location in the program's executable (/proc/PID/exe), of the process with the most
+ * samples in it, or 0 when no location is known to be in one. */
+static uint32_t main_location(const struct profile *p, size_t nl)
+{
+	uint64_t *weight = calloc(nl + 1, sizeof(*weight));
+	uint32_t best = 0;
+
+	if (!weight)
+		return 0;
+	for (size_t i = 0; i < profile__num_samples(p); i++) {
+		const struct prof_sample *s = profile__sample(p, i);
+
+		for (uint32_t j = 0; j < s->nlocs; j++) {
+			const struct prof_location *loc = profile__location(p, s->locs[j]);
+
+			if (loc && loc->kind == PROF_FRAME_USER && loc->symbolized && loc->sym.main_exe) {
+				weight[s->locs[j]]++;
+				break;
+			}
+		}
+	}
+	for (uint32_t id = 1; id <= nl; id++)
+		if (weight[id] > weight[best])
+			best = id;
+	free(weight);
+	return best;
+}
+
 static int build_locations(struct writer *w, const struct profile *p, Perftools__Profiles__Profile *msg)
 {
 	size_t nl = profile__num_locations(p), nlines = 0;
 	Perftools__Profiles__Location *locs, **plocs;
 	Perftools__Profiles__Line *lines, **plines;
+	uint32_t main_loc;
 	int err = 0;
 
 	for (uint32_t id = 1; id <= nl; id++) {
@@ -372,14 +401,32 @@ static int build_locations(struct writer *w, const struct profile *p, Perftools_
 		return err;
 
 	/* pprof names mapping 1 as the profile's "File": the program, not the kernel or the
-	 * synthetic [cuda] frames that lead most stacks. Hand out the user mappings first. */
-	for (uint32_t id = 1; id <= nl; id++) {
-		const struct prof_location *loc = profile__location(p, id);
-		const struct sym_result *r = &loc->sym;
+	 * synthetic [cuda] frames that lead most stacks, nor libc at the leaf of the first
+	 * stack: the executable's mapping goes first (of the process most samples pass
+	 * through), then the other user mappings. */
+	if (profile__main_mapping(p)) {
+		const struct prof_mapping *pm = profile__main_mapping(p);
+		struct map_ent mk = {.module = pm->module,
+				     .build_id = pm->build_id,
+				     .emit_build_id = pm->build_id,
+				     .start = pm->start,
+				     .limit = pm->limit,
+				     .offset = pm->offset};
+		uint32_t mid;
+
+		err = map_id(w, &mk, &mid);
+		if (err)
+			return err;
+	}
+	main_loc = main_location(p, nl);
+	for (uint32_t k = 0; k <= nl; k++) {
+		uint32_t id = k ? k : main_loc;
+		const struct prof_location *loc = id ? profile__location(p, id) : NULL;
+		const struct sym_result *r = loc ? &loc->sym : NULL;
 		struct map_ent mk = {0};
 		uint32_t mid;
 
-		if (loc->kind != PROF_FRAME_USER || !loc->symbolized || r->nframes <= 0)
+		if (!loc || loc->kind != PROF_FRAME_USER || !loc->symbolized || r->nframes <= 0)
 			continue;
 		mk.module = r->module ? r->module : "[unknown]";
 		mk.build_id = mk.emit_build_id = r->build_id;

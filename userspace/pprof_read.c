@@ -156,6 +156,9 @@ static uint64_t get_loc_id(const void *arr, size_t i)
 
 /* ---- conversion ---- */
 
+struct reader;
+static int read_main_mapping(struct reader *r);
+
 struct reader {
 	const PB *pb;
 	struct profile *p;
@@ -200,6 +203,22 @@ static uint32_t kind_of_mapping(const char *file)
 	if (!strcmp(file, "[kernel.kallsyms]") || !strncmp(file, "[kernel", 7) || !strcmp(file, "[vmlinux]"))
 		return PROF_FRAME_KERNEL;
 	return PROF_FRAME_USER;
+}
+
+/* The file's first mapping is its program (pprof's "File:"): keep it first. */
+static int read_main_mapping(struct reader *r)
+{
+	const Perftools__Profiles__Mapping *m = r->pb->n_mapping ? r->pb->mapping[0] : NULL;
+	const char *file, *bid;
+
+	if (!m)
+		return 0;
+	file = str_at(r->pb, m->filename);
+	bid = str_at(r->pb, m->build_id);
+	if (!file || !*file || kind_of_mapping(file) != PROF_FRAME_USER)
+		return 0;
+	return profile__set_main_mapping(r->p, file, bid && *bid ? bid : NULL, m->memory_start, m->memory_limit,
+					 m->file_offset);
 }
 
 static int read_locations(struct reader *r)
@@ -580,6 +599,8 @@ struct profile *pprof_read__buf(const void *data, size_t len, struct pprof_read_
 		err = read_header(&r);
 	if (!err)
 		err = read_locations(&r);
+	if (!err)
+		err = read_main_mapping(&r);
 	if (!err)
 		err = read_samples(&r, type_map);
 out:

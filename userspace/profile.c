@@ -67,6 +67,8 @@ struct profile {
 	int ntypes;
 	int64_t totals[PROFILE_MAX_TYPES];
 	uint64_t saturated; /* sums held at the int64 limits */
+	struct prof_mapping main_map;
+	bool have_main_map;
 
 	const char *period_type, *period_unit;
 	int64_t period;
@@ -828,6 +830,29 @@ const struct prof_sample *profile__sample(const struct profile *p, size_t idx)
 	if (!p || idx >= p->nsamples)
 		return NULL;
 	return &p->samples[idx].pub;
+}
+
+int profile__set_main_mapping(struct profile *p, const char *module, const char *build_id, uint64_t start,
+			      uint64_t limit, uint64_t offset)
+{
+	struct prof_mapping m = {.start = start, .limit = limit, .offset = offset};
+	int err;
+
+	if (!p || !module)
+		return -EINVAL;
+	err = intern(p, module, &m.module);
+	if (!err && build_id)
+		err = intern(p, build_id, &m.build_id);
+	if (err)
+		return err;
+	p->main_map = m;
+	p->have_main_map = true;
+	return 0;
+}
+
+const struct prof_mapping *profile__main_mapping(const struct profile *p)
+{
+	return p && p->have_main_map ? &p->main_map : NULL;
 }
 
 uint64_t profile__saturated(const struct profile *p)

@@ -123,6 +123,17 @@ const struct prof_sample *profile__sample(const struct profile *p, size_t idx);
 size_t profile__num_locations(const struct profile *p);
 const struct prof_location *profile__location(const struct profile *p, uint32_t id);
 
+/* The program's own mapping, which pprof writes first (its "File:"), whether or not a
+ * sample's frame falls in it. MODULE and BUILD_ID (may be NULL) are copied. 0 or -errno. */
+struct prof_mapping {
+	const char *module, *build_id; /* interned */
+	uint64_t start, limit, offset;
+};
+int profile__set_main_mapping(struct profile *p, const char *module, const char *build_id, uint64_t start,
+			      uint64_t limit, uint64_t offset);
+/* NULL when not set. */
+const struct prof_mapping *profile__main_mapping(const struct profile *p);
+
 /* Sum of one type's values over all samples (for summaries and tests). */
 int64_t profile__total(const struct profile *p, int type_idx);
 /* How many sums of sample values passed the int64 range and were held at its limit. */

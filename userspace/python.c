@@ -496,7 +496,7 @@ static int scan_interp(int fd, uint64_t map_start, uint64_t map_off, struct py_s
 
 	memset(ps, 0, sizeof(*ps));
 	elf_version(EV_CURRENT);
-	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	e = elf_begin(fd, ELF_C_READ, NULL);
 	if (!e)
 		return -ENOEXEC;
 	if (!gelf_getehdr(e, &eh) || elf_getphdrnum(e, &nph)) {

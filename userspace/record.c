@@ -330,6 +330,17 @@ static double run_windows(struct cuda_tracer *cuda, struct governor *gv, double 
 	return next;
 }
 
+/* pprof's "File:" is its first mapping: the program the user named or started, whether
+ * or not a sampled frame (stacks without frame pointers) falls in it. */
+static void set_main_mapping(struct session *s)
+{
+	int pid = s->opts->command ? (int)procs__child(s->procs) : s->opts->npids ? s->opts->pids[0] : 0;
+	struct sym_result m;
+
+	if (pid > 0 && syms__main_mapping(s->syms, pid, &m) == 0)
+		profile__set_main_mapping(s->prof, m.module, m.build_id, m.map_start, m.map_limit, m.map_offset);
+}
+
 static int setup_profile(struct session *s)
 {
 	s->prof = profile__new();
@@ -628,6 +639,7 @@ int record__main(int argc, char **argv)
 		profile__time(s.prof, &t0, &d);
 		profile__set_time(s.prof, t0, (int64_t)(elapsed * 1e9));
 	}
+	set_main_mapping(&s);
 	add_comments(&s, &st, &cs, elapsed, &gov, windowed);
 	cupti__add_comments(cupti);
 	cupti__summary(cupti, gpu_summary, sizeof(gpu_summary));

@@ -222,26 +222,43 @@ static int write_profile(struct sw *w, const struct profile *p, int ti, FILE *f)
 	return err;
 }
 
+/* The tab speedscope opens on: CPU samples when there are any, else device time, else
+ * launches, else the first type written. */
+static int active_index(const struct profile *p, const int *types, int n)
+{
+	static const char *const pref[] = {"samples", "cpu", "gpu_kernel_time", "cuda_launches", "cuda_calls"};
+
+	for (size_t k = 0; k < sizeof(pref) / sizeof(pref[0]); k++)
+		for (int i = 0; i < n; i++)
+			if (types[i] == profile__find_type(p, pref[k]))
+				return i;
+	return 0;
+}
+
 int speedscope__write(const struct profile *p, FILE *f)
 {
 	struct sw w = {0};
-	int ntypes = profile__num_types(p), nprof = 0;
+	int ntypes, n = 0, types[PROFILE_MAX_TYPES];
 	int err = 0;
 
 	if (!p || !f)
 		return -EINVAL;
+	/* An empty type would only add a blank tab (a CUDA recording opened on an empty
+	 * "samples" tab): only types with data, or the first when none has any. */
+	ntypes = profile__num_types(p);
+	for (int ti = 0; ti < ntypes && n < PROFILE_MAX_TYPES; ti++)
+		if (profile__total(p, ti) > 0)
+			types[n++] = ti;
+	if (!n && ntypes)
+		types[n++] = 0;
 	fprintf(f,
 		"{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"exporter\":\"gpubpf %s\","
-		"\"name\":\"gpubpf profile\",\"activeProfileIndex\":0,\n\"profiles\":[",
-		GPUBPF_VERSION);
-	for (int ti = 0; ti < ntypes && !err; ti++) {
-		/* an empty profile only adds a blank tab; the default type stays so the file
-		 * always has one */
-		if (ti > 0 && profile__total(p, ti) <= 0)
-			continue;
-		if (nprof++)
+		"\"name\":\"gpubpf profile\",\"activeProfileIndex\":%d,\n\"profiles\":[",
+		GPUBPF_VERSION, active_index(p, types, n));
+	for (int i = 0; i < n && !err; i++) {
+		if (i)
 			fputs(",\n", f);
-		err = write_profile(&w, p, ti, f);
+		err = write_profile(&w, p, types[i], f);
 	}
 	if (err)
 		goto out;

@@ -228,6 +228,7 @@ struct proc {
 	ino_t pm_ino;
 	off_t pm_off;	 /* bytes of the perf map already parsed (it is append-only) */
 	bool pm_refused; /* its perf map was refused, and said so */
+	ino_t exe_ino;	 /* /proc/PID/exe's inode: its mapping is the program's */
 };
 
 struct syms {
@@ -1682,6 +1683,12 @@ int syms__track_pid(struct syms *s, int pid)
 		p->have_hash = false;
 	}
 	p->starttime = st;
+	{
+		struct stat exe;
+
+		snprintf(root, sizeof(root), "/proc/%d/exe", pid);
+		p->exe_ino = stat(root, &exe) == 0 ? exe.st_ino : 0;
+	}
 	snprintf(root, sizeof(root), "/proc/%d/root", pid);
 	rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0) {
@@ -1807,6 +1814,28 @@ out:
 	return err;
 }
 
+int syms__main_mapping(struct syms *s, int pid, struct sym_result *out)
+{
+	struct proc *p = s ? proc_find(s, pid) : NULL;
+
+	if (!p || !p->exe_ino || !out)
+		return -ENOENT;
+	for (size_t i = 0; i < p->nmaps; i++) {
+		const struct map *m = &p->maps[i];
+
+		if (m->exec && m->path && m->ino == (uint64_t)p->exe_ino) {
+			out->module = m->path;
+			out->build_id = m->obj ? m->obj->build_id : NULL;
+			out->map_start = m->start;
+			out->map_limit = m->end;
+			out->map_offset = m->pgoff;
+			out->main_exe = true;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 /* ---- resolution -------------------------------------------------------------------- */
 
 static int fill_fallback(struct syms *s, struct sym_result *out, const char *module, const char *label, uint64_t rel)
@@ -1863,6 +1892,7 @@ int syms__resolve_user(struct syms *s, int pid, uint64_t addr, struct sym_result
 		out->map_start = m->start;
 		out->map_limit = m->end;
 		out->map_offset = m->pgoff;
+		out->main_exe = p->exe_ino && m->ino == (uint64_t)p->exe_ino;
 		fr = obj_frames(s, m->obj, vaddr);
 		if (!fr)
 			return -ENOMEM;

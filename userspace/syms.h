@@ -36,9 +36,14 @@ struct sym_result {
 	uint64_t map_offset; /* file offset of map_start */
 	uint64_t rel_addr;   /* address relative to the object (the "+0x..." in fallbacks) */
 	bool resolved;	     /* a symbol was found (false: frames[0].func is "module+0xoff") */
+	bool main_exe;	     /* the mapping is the process's executable (/proc/PID/exe) */
 	int nframes;	     /* >= 1; inlined frames first, the real function last */
 	struct sym_frame frames[SYMS_MAX_INLINE];
 };
+
+/* The mapping of PID's executable (/proc/PID/exe, as tracked): module, build id and
+ * addresses into OUT (frames untouched). 0, or -ENOENT when it is not known. */
+int syms__main_mapping(struct syms *s, int pid, struct sym_result *out);
 
 /* NULL with errno set on failure. */
 struct syms *syms__new(void);

@@ -180,10 +180,43 @@ TEST(empty_profile_still_has_one)
 	profile__free(p);
 }
 
+/* A CUDA recording of a program that barely used the CPU: no empty "samples" tab, and
+ * speedscope opens on the launches. */
+TEST(cuda_only_opens_on_launches)
+{
+	struct profile *p = profile__new();
+	struct prof_frame fr = {.kind = PROF_FRAME_SYNTH, .name = "saxpy"};
+	int64_t v[3] = {0, 7, 7};
+	json_t *root, *profs;
+
+	profile__add_type(p, "samples", "count");
+	profile__add_type(p, "cuda_calls", "count");
+	profile__add_type(p, "cuda_launches", "count");
+	CHECK_INT(profile__add_sample(p, 1, 1, &fr, 1, NULL, 0, v), 0);
+	root = write_parse(p);
+	CHECK(root);
+	profs = json_object_get(root, "profiles");
+	CHECK_INT(json_array_size(profs), 2);
+	CHECK_STR(json_string_value(json_object_get(json_array_get(profs, 1), "name")), "cuda_launches");
+	CHECK_INT(json_integer_value(json_object_get(root, "activeProfileIndex")), 1);
+	json_decref(root);
+	v[0] = 2;
+	CHECK_INT(profile__add_sample(p, 1, 1, &fr, 1, NULL, 0, v), 0);
+	root = write_parse(p);
+	profs = json_object_get(root, "profiles");
+	CHECK_INT(json_array_size(profs), 3);
+	/* CPU samples exist now: they come first, and speedscope opens on them */
+	CHECK_INT(json_integer_value(json_object_get(root, "activeProfileIndex")), 0);
+	CHECK_STR(json_string_value(json_object_get(json_array_get(profs, 0), "name")), "samples");
+	json_decref(root);
+	profile__free(p);
+}
+
 int main(int argc, char **argv)
 {
 	T_BEGIN(argv);
 	RUN(file_format);
+	RUN(cuda_only_opens_on_launches);
 	RUN(escaping);
 	RUN(empty_profile_still_has_one);
 	return T_END();
