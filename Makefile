@@ -28,7 +28,7 @@ endif
 # Debian packages the build, tests, demo and benchmarks need.
 DEB_PKGS := clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev libprotobuf-c-dev \
 	protobuf-c-compiler libjansson-dev golang-go pkg-config systemtap-sdt-dev libclang-rt-14-dev make \
-	gcc g++ binutils elfutils procps python3 xz-utils hyperfine
+	gcc g++ binutils elfutils procps python3 xz-utils linux-perf hyperfine
 
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter
 CFLAGS ?= -O2 -g

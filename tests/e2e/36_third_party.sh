@@ -23,3 +23,37 @@ for spec in "xz:xz -6 -T1 -c $TMP/in.bin" "${py##*/}:/usr/bin/python3 $TMP/sq.py
 	got=$(pprof -top "$TMP/$name.2.pb.gz" | sed -n 's/^File: //p')
 	if [ "$got" = "$want" ]; then pass "file-line-after-convert:$name"; else fail "file-line-after-convert:$name" "File: '$got'"; fi
 done
+
+# gpubpf against perf on a program we did not build: how python3's samples split across
+# its objects (the interpreter, its extension modules, libc, libcrypto, the kernel) agrees
+# with perf's within the noise of two perf runs. Three runs one after another.
+if ! command -v perf >/dev/null || ! perf record -e cpu-clock -o "$TMP/probe.data" -- true >/dev/null 2>&1; then
+	skip "agrees-with-perf" "perf is missing or cannot sample here (make deps installs linux-perf)"
+else
+	cat >"$TMP/mix.py" <<'PY'
+import hashlib, json, re, time
+end = time.time() + 2.5
+data = [{"k%d" % i: [i, str(i) * 3, {"x": i / 3}] for i in range(50)} for _ in range(20)]
+pat = re.compile(r"(\d+)x(\d+)")
+while time.time() < end:
+    s = json.dumps(data)
+    json.loads(s)
+    pat.findall("12x34 56x78 " * 200)
+    hashlib.sha256(s.encode()).hexdigest()
+    sorted(range(20000), key=lambda v: -v)
+PY
+	perf record -e cpu-clock -F 499 -g -o "$TMP/a.data" -- /usr/bin/python3 "$TMP/mix.py" >/dev/null 2>&1
+	"$GPUBPF" record --no-python -F 499 -o "$TMP/mix.pb.gz" -- /usr/bin/python3 "$TMP/mix.py" >"$TMP/mix.log" 2>&1
+	perf record -e cpu-clock -F 499 -g -o "$TMP/b.data" -- /usr/bin/python3 "$TMP/mix.py" >/dev/null 2>&1
+	python3 tests/e2e/dso_compare.py python3 "$TMP/a.data" "$TMP/b.data" "$TMP/mix.pb.gz" >"$TMP/cmp.txt" 2>&1
+	noise=$(sed -n 's/^tv_perf_perf //p' "$TMP/cmp.txt")
+	d=$(sed -n 's/^tv_gpubpf_perf //p' "$TMP/cmp.txt")
+	# a regression (lost kernel frames, samples in the wrong object) moves shares by
+	# tens of points; two perf runs differ by one or two
+	if [ -n "$d" ] && python3 -c "import sys; d, n = float('$d'), float('$noise'); sys.exit(0 if d <= max(0.05, 2 * n) else 1)"; then
+		pass "agrees-with-perf"
+	else
+		fail "agrees-with-perf" "$(tr '\n' ';' <"$TMP/cmp.txt")"
+	fi
+	cat "$TMP/cmp.txt"
+fi
