@@ -59,6 +59,33 @@ fi
 grep -q 'device time unavailable' "$TMP/idle-rec.log" && pass "idle-session-summary" ||
 	fail "idle-session-summary" "$(tail -1 "$TMP/idle-rec.log")"
 
+# --- a job that loaded its own libcupti (PyTorch does, from site-packages, without
+# subscribing): the library uses that very copy, never a second one, and lets
+# cuptiSubscribe decide; with no driver here it must say so, not blame another client.
+mkdir -p "$TMP/site-packages/nvidia/cu13/lib"
+cp "${CUDA_HOME:-/usr/local/cuda}/lib64/libcupti.so.13" "$TMP/site-packages/nvidia/cu13/lib/"
+"$PROD" idle 4 "$TMP/site-packages/nvidia/cu13/lib/libcupti.so.13" >"$TMP/own.out" 2>&1 &
+OWN_PID=$!
+KILL_PIDS+=("$OWN_PID")
+sleep 0.3
+"$GPUBPF" record -d 1.5 -o "$TMP/own.pb.gz" -p "$OWN_PID" >"$TMP/own-rec.log" 2>&1
+copies=$(grep -o '/[^ ]*libcupti[^ ]*' "/proc/$OWN_PID/maps" | sort -u)
+wait "$OWN_PID"
+pprof -raw "$TMP/own.pb.gz" >"$TMP/own.raw"
+why=$(sed -n 's/.*Comment: gpu: device time unavailable: //p' "$TMP/own.raw" | head -1)
+if [ "$copies" = "$TMP/site-packages/nvidia/cu13/lib/libcupti.so.13" ]; then
+	pass "job-cupti:one-copy"
+else
+	fail "job-cupti:one-copy" "libcupti mapped from: $(echo $copies)"
+fi
+if echo "$why" | grep -q "another CUPTI"; then
+	fail "job-cupti:not-another-client" "$why"
+elif echo "$why" | grep -q "cuptiSubscribe: .*: no CUDA driver in this process"; then
+	pass "job-cupti:says-why"
+else
+	fail "job-cupti:says-why" "'$why'"
+fi
+
 # --- a target without the library
 "$GPUBPF" record -d 1 -o "$TMP/none.pb.gz" -- "$WL/cpu_fixed" >"$TMP/none.log" 2>&1
 pprof -raw "$TMP/none.pb.gz" >"$TMP/none.raw"

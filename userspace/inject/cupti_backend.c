@@ -3,11 +3,23 @@
  * while idle, so an idle job does not even map it; it then stays loaded (CUPTI keeps
  * threads and state that a dlclose would pull out from under them).
  *
- * Attach: subscribe to the launch, graph-launch and copy callbacks of the runtime and
- * driver, and enable CONCURRENT_KERNEL, MEMCPY and MEMSET activity once (enabling
- * CONCURRENT_KERNEL has stalled jobs for seconds elsewhere: never toggled per window).
- * Detach: disable the activity kinds, force a flush, and detach CUPTI from the process
- * with cuptiFinalize at the next API exit (where CUPTI's documentation wants it). */
+ * Which CUPTI: the one the job already loaded, if any (PyTorch loads its own libcupti at
+ * start-up without subscribing: that very copy, never a second one beside it, whose
+ * activity records must be of CUPTI 13); else the toolkit's.
+ *
+ * Attach: subscribe (cuptiSubscribe_v2 names a subscriber that is there already: the
+ * user's torch.profiler or Nsight, and gpubpf then stays out of its way) to the launch,
+ * graph-launch and copy callbacks of the runtime and driver, and enable
+ * CONCURRENT_KERNEL, MEMCPY and MEMSET activity once (enabling CONCURRENT_KERNEL has
+ * stalled jobs for seconds elsewhere: never toggled per window).
+ * Detach: disable the activity kinds, force a flush, and give up the subscription: at
+ * once for the job's own CUPTI (its profiler may want it), else with cuptiFinalize at the
+ * next API exit (where CUPTI's documentation wants it), which detaches CUPTI entirely.
+ *
+ * CUPTI 13.3+ lets several subscribers trace at once, but only through its V2 APIs, and
+ * a process that mixes V1 and V2 gets CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+ * turning it on here would break a later torch.profiler whose kineto uses V1. Not used
+ * (docs/DEVICE_TIME.md). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -36,6 +48,7 @@
 static void *cupti_handle;
 static CUpti_SubscriberHandle subscriber;
 static bool subscribed, activity_on;
+static bool job_cupti; /* the CUPTI is the one the job loaded itself */
 static int finalize_pending;
 static uint8_t cb_class[3][CBID_MAX]; /* [domain][cbid]: enum inj_api_class */
 
@@ -244,13 +257,13 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain dom, CUpti
 
 /* ---- attach / detach ------------------------------------------------------------------ */
 
-struct foreign {
-	char path[160];
+struct loaded {
+	char path[256];
 };
 
 static int find_cupti(struct dl_phdr_info *info, size_t size, void *ctx)
 {
-	struct foreign *f = ctx;
+	struct loaded *f = ctx;
 	const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
 
 	(void)size;
@@ -262,33 +275,80 @@ static int find_cupti(struct dl_phdr_info *info, size_t size, void *ctx)
 	return 0;
 }
 
+static int find_driver(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+
+	(void)size;
+	(void)ctx;
+	base = base ? base + 1 : info->dlpi_name;
+	return base && strncmp(base, "libcuda.so", 10) == 0;
+}
+
+/* The records are read through the structs of the CUPTI headers this library was built
+ * with (CUpti_ActivityKernel10, ...): a CUPTI of another major version lays them out
+ * differently. */
+static int check_version(const char *path, char *why, size_t len)
+{
+	CUptiResult(CUPTIAPI * get_version)(uint32_t *) =
+	    (CUptiResult(CUPTIAPI *)(uint32_t *))dlsym(cupti_handle, "cuptiGetVersion");
+	uint32_t v = 0;
+
+	if (!get_version || get_version(&v) != CUPTI_SUCCESS) {
+		snprintf(why, len, "CUPTI (%s) does not say its version", path);
+		return DEV_ST_NO_CUPTI;
+	}
+	if (v / 10000 != CUPTI_API_VERSION / 10000 || v < CUPTI_API_VERSION) {
+		snprintf(why, len,
+			 "the job's CUPTI (%s) has API version %u; gpubpf reads the records of CUPTI %u.x (API %u "
+			 "or later)",
+			 path, v, CUPTI_API_VERSION / 10000, CUPTI_API_VERSION);
+		return DEV_ST_NO_CUPTI;
+	}
+	return 0;
+}
+
 static int load_cupti(char *why, size_t len)
 {
 	const char *path = getenv("GPUBPF_CUPTI_LIB");
-	struct foreign f = {{0}};
+	struct loaded f = {{0}};
+	int st;
 
 	if (cupti_handle)
 		return 0;
-	/* A CUPTI the job loaded itself (torch.profiler, Nsight) has a client: a second client
-	 * would take over its buffers or, with another libcupti version, corrupt both. */
 	if (dl_iterate_phdr(find_cupti, &f)) {
-		snprintf(why, len, "another CUPTI client is present (%s is loaded by the job)", f.path);
-		return DEV_ST_OTHER_SUBSCRIBER;
+		/* The job loaded a CUPTI itself (PyTorch does at start-up, without subscribing):
+		 * use that very one, never a second copy beside it. Whether its owner is a client
+		 * (torch.profiler, Nsight) is for cuptiSubscribe to say. */
+		path = f.path;
+		job_cupti = true;
+		cupti_handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+		if (!cupti_handle) {
+			snprintf(why, len, "cannot use the job's CUPTI (%s): %s", path, dlerror());
+			return DEV_ST_NO_CUPTI;
+		}
+	} else {
+		if (!path || !*path)
+			path = INJ_CUPTI_LIB;
+		cupti_handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		if (!cupti_handle && strchr(path, '/')) {
+			path = "libcupti.so.13";
+			cupti_handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		}
+		if (!cupti_handle) {
+			snprintf(why, len, "cannot load CUPTI (%s): %s", path, dlerror());
+			return DEV_ST_NO_CUPTI;
+		}
 	}
-	if (!path || !*path)
-		path = INJ_CUPTI_LIB;
-	cupti_handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (!cupti_handle && strchr(path, '/'))
-		cupti_handle = dlopen("libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
-	if (!cupti_handle) {
-		snprintf(why, len, "cannot load CUPTI (%s): %s", path, dlerror());
-		return DEV_ST_NO_CUPTI;
-	}
+	st = check_version(path, why, len);
+	if (st)
+		goto fail;
 #define LOAD(name, ret, args)                                                                                          \
 	p_##name = (ret(CUPTIAPI *) args)dlsym(cupti_handle, #name);                                                   \
 	if (!p_##name) {                                                                                               \
 		snprintf(why, len, "CUPTI (%s) lacks %s", path, #name);                                                \
-		return DEV_ST_NO_CUPTI;                                                                                \
+		st = DEV_ST_NO_CUPTI;                                                                                  \
+		goto fail;                                                                                             \
 	}
 	CUPTI_FNS(LOAD)
 #undef LOAD
@@ -297,6 +357,12 @@ static int load_cupti(char *why, size_t len)
 				     CUpti_SubscriberParams *))dlsym(cupti_handle, "cuptiSubscribe_v2");
 	p_cuptiFinalize = (CUptiResult(CUPTIAPI *)(void))dlsym(cupti_handle, "cuptiFinalize");
 	return 0;
+fail:
+	/* Tried again at the next attach (a handle of the job's own CUPTI only drops a
+	 * reference: the job keeps its copy). */
+	dlclose(cupti_handle);
+	cupti_handle = NULL;
+	return st;
 }
 
 static int subscribe(char *why, size_t len)
@@ -324,7 +390,16 @@ static int subscribe(char *why, size_t len)
 		return DEV_ST_OTHER_SUBSCRIBER;
 	}
 	if (r != CUPTI_SUCCESS) {
-		snprintf(why, len, "cuptiSubscribe: %s", result_str(r));
+		struct loaded drv = {{0}};
+
+		/* Without a working driver CUPTI cannot start (NOT_INITIALIZED, or UNKNOWN
+		 * where the driver is missing altogether): say that, not just the code. */
+		if (r == CUPTI_ERROR_NOT_INITIALIZED || r == CUPTI_ERROR_UNKNOWN)
+			snprintf(why, len, "cuptiSubscribe: %s: %s", result_str(r),
+				 dl_iterate_phdr(find_driver, &drv) ? "the CUDA driver in this process did not initialize"
+								   : "no CUDA driver in this process");
+		else
+			snprintf(why, len, "cuptiSubscribe: %s", result_str(r));
 		return DEV_ST_CUPTI_ERROR;
 	}
 	subscribed = true;
@@ -415,6 +490,14 @@ static void cupti_detach(void)
 	const char *e = getenv("GPUBPF_INJECT_FINALIZE");
 
 	activity_off();
+	/* The job's own CUPTI (PyTorch's): its profiler may subscribe any moment from now,
+	 * before any API call would run a pending cuptiFinalize, and CUPTI takes one
+	 * subscriber. Let go of the subscription at once; CUPTI stays initialized, with no
+	 * activity kind and no callback of ours. */
+	if (job_cupti) {
+		unsubscribe();
+		return;
+	}
 	if (p_cuptiFinalize && !(e && strcmp(e, "0") == 0)) {
 		/* Callbacks stay subscribed until the next API exit runs cuptiFinalize; they
 		 * follow nothing meanwhile. */

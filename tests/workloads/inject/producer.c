@@ -4,8 +4,10 @@
  *   producer synth [REPEAT]   attach with the synthetic backend (no CUPTI), wait for a
  *                             gpubpf session, then deliver CUPTI callbacks and CUPTI
  *                             activity records (real CUpti_* structs) from known call sites
- *   producer idle SECONDS     what the driver does: InitializeInjection() with the CUPTI
- *                             backend, then CPU work; the job must run on, session or not
+ *   producer idle SECONDS [LIBCUPTI]
+ *                             what the driver does: InitializeInjection() with the CUPTI
+ *                             backend, then CPU work; the job must run on, session or not.
+ *                             With LIBCUPTI, that library is loaded first, as PyTorch does
  *
  * synth's expected values are printed on one line, "producer: key=value ...", and the
  * end-to-end test reads them from there (never from its own constants):
@@ -16,6 +18,7 @@
  *   site_graph:    REPEAT cudaGraphLaunch, 3 kernels graph_node_kernel of 300 ns, graph id 42
  *   site_copies:   REPEAT cudaMemcpyAsync HtoD 4096 bytes 700 ns and cudaMemsetAsync 128 ns
  *   unsampled:     records of REPEAT correlation ids no callback announced: dropped */
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,10 +225,16 @@ static int synth(int repeat)
 
 static volatile uint64_t sink;
 
-static int idle(double seconds)
+static int idle(double seconds, const char *preload)
 {
 	struct timespec t0, t;
 	uint64_t iters = 0;
+
+	/* PyTorch's start-up: its own libcupti is loaded, nobody subscribes. */
+	if (preload && !dlopen(preload, RTLD_NOW | RTLD_GLOBAL)) {
+		fprintf(stderr, "producer: cannot load %s: %s\n", preload, dlerror());
+		return 2;
+	}
 
 	if (InitializeInjection() != 1) {
 		fprintf(stderr, "producer: InitializeInjection failed\n");
@@ -251,7 +260,7 @@ int main(int argc, char **argv)
 	if (argc >= 2 && strcmp(argv[1], "synth") == 0)
 		return synth(argc >= 3 ? atoi(argv[2]) : 10);
 	if (argc >= 3 && strcmp(argv[1], "idle") == 0)
-		return idle(atof(argv[2]));
-	fprintf(stderr, "usage: producer synth [REPEAT] | producer idle SECONDS\n");
+		return idle(atof(argv[2]), argc >= 4 ? argv[3] : NULL);
+	fprintf(stderr, "usage: producer synth [REPEAT] | producer idle SECONDS [LIBCUPTI]\n");
 	return 2;
 }
