@@ -33,7 +33,7 @@
 #define LIB_NAME "libgpubpf_inject.so"
 
 /* hmap key spaces (third key word) */
-enum { HK_NAME = 0, HK_STATUS = 1, HK_RANGES = 2, HK_LIB = 3, HK_TEXT = 4 };
+enum { HK_NAME = 0, HK_STATUS = 1, HK_RANGES = 2, HK_LIB = 3, HK_TEXT = 4, HK_WAS_ON = 5 };
 
 struct ranges {
 	int n;
@@ -210,9 +210,11 @@ static int on_event(void *ctx, void *data, size_t len)
 		hmap__put(&c->tab, e->tgid, 0, HK_STATUS, e->id);
 		put_str(&c->tab, e->tgid, 0, HK_TEXT, e->text);
 		pr_debug("pid %u: injection library: %s", e->tgid, e->text);
-		if (e->id == DEV_ST_ATTACHED || e->id == DEV_ST_SYNTHETIC)
+		if (e->id == DEV_ST_ATTACHED || e->id == DEV_ST_SYNTHETIC) {
+			/* "attached" stays true of it after it exits (and so goes idle) */
+			hmap__put(&c->tab, e->tgid, 0, HK_WAS_ON, 1);
 			write_config(c, e->tgid, e->addr);
-		else if (e->id != DEV_ST_IDLE)
+		} else if (e->id != DEV_ST_IDLE)
 			pr_warn("pid %u: no device time: the injection library stays idle: %s", e->tgid, e->text);
 		break;
 	}
@@ -657,7 +659,7 @@ void cupti__stats(struct cupti_tracer *c, struct cupti_stats *out)
 	}
 	hmap_for_each(&c->tab, e)
 	{
-		if (e->k[2] == HK_STATUS && (e->val == DEV_ST_ATTACHED || e->val == DEV_ST_SYNTHETIC))
+		if (e->k[2] == HK_WAS_ON)
 			out->attached++;
 	}
 	out->kernels = c->kernels;
@@ -693,11 +695,13 @@ const char *cupti__unavailable_reason(struct cupti_tracer *c)
 	}
 	hmap_for_each(&c->tab, e)
 	{
-		if (e->k[2] != HK_STATUS)
-			continue;
-		if (e->val == DEV_ST_ATTACHED || e->val == DEV_ST_SYNTHETIC)
+		if (e->k[2] == HK_WAS_ON)
 			return NULL; /* attached: no device work ran, which the counts say */
-		why = get_str(&c->tab, e->k[0], 0, HK_TEXT);
+	}
+	hmap_for_each(&c->tab, e)
+	{
+		if (e->k[2] == HK_STATUS)
+			why = get_str(&c->tab, e->k[0], 0, HK_TEXT);
 	}
 	if (why)
 		snprintf(c->reason, sizeof(c->reason), "the injection library stayed idle: %s", why);

@@ -86,6 +86,22 @@ else
 	fail "job-cupti:says-why" "'$why'"
 fi
 
+# --- a program over before the library's watcher would have looked (0.4 s of PyTorch
+# start-up, or runtime_wl): followed from InitializeInjection on, and what "CUPTI" holds
+# at exit is flushed and delivered.
+if GPUBPF_INJECT_MAX_RATE=0 "$GPUBPF" record --exact -o "$TMP/short.pb.gz" -- "$PROD" short 20 >"$TMP/short.log" 2>&1 &&
+	wl_summary "$TMP/short.log" producer; then
+	got=$(pprof -sample_index=gpu_kernel_time -unit=ns -top "$TMP/short.pb.gz" | sed -n 's/.*Total samples = \([0-9]*\)ns.*/\1/p')
+	n=$(pprof -raw "$TMP/short.pb.gz" | sed -n 's/.*device time from CUPTI .*: \([0-9]*\) kernels.*/\1/p')
+	if [ "$got" = "${S[kernel_ns]}" ] && [ "$n" = "${S[kernels]}" ]; then
+		pass "short-program:all-kernels"
+	else
+		fail "short-program:all-kernels" "${n:-0} kernels, ${got:-0} ns (want ${S[kernels]}, ${S[kernel_ns]})"
+	fi
+else
+	fail "short-program:all-kernels" "$(tail -2 "$TMP/short.log" | tr '\n' ';')"
+fi
+
 # --- a target without the library
 "$GPUBPF" record -d 1 -o "$TMP/none.pb.gz" -- "$WL/cpu_fixed" >"$TMP/none.log" 2>&1
 pprof -raw "$TMP/none.pb.gz" >"$TMP/none.raw"

@@ -47,9 +47,12 @@ EXPORT struct dev_config gpubpf_inject_config = {
 struct inj_state inj;
 static const struct inj_backend *backend = &inj_cupti_backend;
 static int state = DEV_ST_IDLE;
+static bool exiting;
 static char status_text[256];
 static bool started;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Attach, detach and flush: the watcher's, InitializeInjection's and the exit handler's. */
+static pthread_mutex_t backend_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The probes. Arguments are plain integers and pointers: BPF reads them from registers
  * (libbpf's USDT argument specs), and reads what pointers point to with bounded reads. */
@@ -133,31 +136,47 @@ static void set_state(int st, const char *why)
 	fire_status();
 }
 
+static bool attached(void)
+{
+	return state == DEV_ST_ATTACHED || state == DEV_ST_SYNTHETIC;
+}
+
+/* Under backend_lock. */
+static void attach_now(void)
+{
+	char why[200] = "";
+	int st;
+
+	inj_new_epoch(&inj);
+	st = backend->attach(&inj, why, sizeof(why));
+	set_state(st, why);
+}
+
 /* One look at the semaphores; the watcher calls it a few times a second. */
 static void watch_once(double now, double *last_plan, uint64_t *last_seen, double *last_flush, bool *status_seen)
 {
 	bool present = session_present(), status_on = gpubpf_status_semaphore != 0;
 
-	if (present && state == DEV_ST_IDLE) {
-		char why[200] = "";
-		int st;
-
-		inj_new_epoch(&inj);
+	pthread_mutex_lock(&backend_lock);
+	if (present && state == DEV_ST_IDLE && !exiting) {
 		*last_plan = now;
 		*last_seen = inj.ctr.launches_seen + inj.ctr.copies_seen;
-		st = backend->attach(&inj, why, sizeof(why));
-		set_state(st, why);
+		attach_now();
 		*status_seen = status_on;
 	} else if (!present && state != DEV_ST_IDLE) {
-		if (state == DEV_ST_ATTACHED || state == DEV_ST_SYNTHETIC)
+		if (attached())
 			backend->detach();
 		set_state(DEV_ST_IDLE, "no gpubpf session");
 	}
+	pthread_mutex_unlock(&backend_lock);
 	if (state == DEV_ST_ATTACHED || state == DEV_ST_SYNTHETIC) {
 		if (now - *last_plan >= 200)
 			plan_sampling(now, last_plan, last_seen);
 		if (now - *last_flush >= 500) {
-			backend->flush();
+			pthread_mutex_lock(&backend_lock);
+			if (attached())
+				backend->flush();
+			pthread_mutex_unlock(&backend_lock);
 			*last_flush = now;
 		}
 	}
@@ -189,6 +208,19 @@ static void *watcher(void *arg)
 	return NULL;
 }
 
+/* The process exits: what CUPTI still holds (a program of half a second ends with all
+ * its records in CUPTI's buffers) is flushed and delivered while gpubpf listens. */
+static void at_exit(void)
+{
+	pthread_mutex_lock(&backend_lock);
+	exiting = true;
+	if (attached()) {
+		backend->detach();
+		set_state(DEV_ST_IDLE, "the process exited");
+	}
+	pthread_mutex_unlock(&backend_lock);
+}
+
 static int start(void)
 {
 	pthread_attr_t a;
@@ -205,6 +237,15 @@ static int start(void)
 	err = inj_state_init(&inj, &usdt_ops);
 	if (err)
 		goto out;
+	/* A session that started the job (record --) put its probes in while the dynamic
+	 * linker loaded this library, before the driver called us: follow from the very
+	 * first launch, rather than from the watcher's first look a quarter second later. */
+	if (session_present()) {
+		pthread_mutex_lock(&backend_lock);
+		attach_now();
+		pthread_mutex_unlock(&backend_lock);
+	}
+	atexit(at_exit);
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&a, 256 * 1024);

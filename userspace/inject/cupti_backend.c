@@ -396,8 +396,9 @@ static int subscribe(char *why, size_t len)
 		 * where the driver is missing altogether): say that, not just the code. */
 		if (r == CUPTI_ERROR_NOT_INITIALIZED || r == CUPTI_ERROR_UNKNOWN)
 			snprintf(why, len, "cuptiSubscribe: %s: %s", result_str(r),
-				 dl_iterate_phdr(find_driver, &drv) ? "the CUDA driver in this process did not initialize"
-								   : "no CUDA driver in this process");
+				 dl_iterate_phdr(find_driver, &drv)
+				     ? "the CUDA driver in this process did not initialize"
+				     : "no CUDA driver in this process");
 		else
 			snprintf(why, len, "cuptiSubscribe: %s", result_str(r));
 		return DEV_ST_CUPTI_ERROR;
@@ -541,8 +542,19 @@ static int synth_attach(struct inj_state *s, char *why, size_t len)
 	return DEV_ST_SYNTHETIC;
 }
 
+/* A buffer "CUPTI" holds until a forced flush (a detach): what a short program's
+ * records are at its exit. */
+static const uint8_t *held_buf;
+static size_t held_len;
+
+static int walk_buffer(const uint8_t *buf, size_t valid);
+
 static void synth_detach(void)
 {
+	if (held_buf) {
+		walk_buffer(held_buf, held_len);
+		held_buf = NULL;
+	}
 	synthetic_on = false;
 	inj_flush(&inj);
 }
@@ -596,11 +608,24 @@ static size_t record_size(uint32_t kind)
  * then takes the production path. Returns the records walked. */
 EXPORT int gpubpf_inject_test_buffer(const uint8_t *buf, size_t valid)
 {
+	if (!synthetic_on)
+		return 0;
+	return walk_buffer(buf, valid);
+}
+
+/* Hand "CUPTI" a buffer it keeps until it is forced to flush (the library's detach, at the
+ * latest at exit). BUF must stay valid until then. */
+EXPORT void gpubpf_inject_test_hold(const uint8_t *buf, size_t valid)
+{
+	held_buf = buf;
+	held_len = valid;
+}
+
+static int walk_buffer(const uint8_t *buf, size_t valid)
+{
 	size_t off = 0;
 	int n = 0;
 
-	if (!synthetic_on)
-		return 0;
 	sample_clock();
 	while (off + sizeof(CUpti_Activity) <= valid) {
 		const CUpti_Activity *r = (const void *)(buf + off);

@@ -4,6 +4,8 @@
  *   producer synth [REPEAT]   attach with the synthetic backend (no CUPTI), wait for a
  *                             gpubpf session, then deliver CUPTI callbacks and CUPTI
  *                             activity records (real CUpti_* structs) from known call sites
+ *   producer short [REPEAT]   REPEAT x (site_kernel_a, site_kernel_b) at once after start,
+ *                             their records held by "CUPTI" until the exit's flush
  *   producer idle SECONDS [LIBCUPTI]
  *                             what the driver does: InitializeInjection() with the CUPTI
  *                             backend, then CPU work; the job must run on, session or not.
@@ -35,6 +37,7 @@ int gpubpf_inject_test_state(void);
 const char *gpubpf_inject_test_status(void);
 void gpubpf_inject_test_callback(uint32_t domain, uint32_t cbid, const CUpti_CallbackData *cb);
 int gpubpf_inject_test_buffer(const uint8_t *buf, size_t valid);
+void gpubpf_inject_test_hold(const uint8_t *buf, size_t valid);
 int InitializeInjection(void);
 uint64_t gpubpf_inject_test_clock(void);
 
@@ -223,6 +226,24 @@ static int synth(int repeat)
 	return 0;
 }
 
+/* A program that is over before a watcher would have looked: the library must follow
+ * it from InitializeInjection on, and deliver at exit what "CUPTI" still holds. */
+static int short_run(int repeat)
+{
+	if (gpubpf_inject_test_start()) {
+		fprintf(stderr, "producer: cannot start the library\n");
+		return 1;
+	}
+	for (int i = 0; i < repeat; i++) {
+		site_kernel_a();
+		site_kernel_b();
+	}
+	gpubpf_inject_test_hold(buffer, buf_used);
+	printf("producer: kernels=%d kernel_ns=%d state=%d\n", 2 * repeat, (1000 + 2500) * repeat,
+	       gpubpf_inject_test_state());
+	return 0; /* exit at once: the records are still held */
+}
+
 static volatile uint64_t sink;
 
 static int idle(double seconds, const char *preload)
@@ -259,8 +280,11 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc >= 2 && strcmp(argv[1], "synth") == 0)
 		return synth(argc >= 3 ? atoi(argv[2]) : 10);
+	if (argc >= 2 && strcmp(argv[1], "short") == 0)
+		return short_run(argc >= 3 ? atoi(argv[2]) : 10);
 	if (argc >= 3 && strcmp(argv[1], "idle") == 0)
 		return idle(atof(argv[2]), argc >= 4 ? argv[3] : NULL);
-	fprintf(stderr, "usage: producer synth [REPEAT] | producer idle SECONDS [LIBCUPTI]\n");
+	fprintf(stderr,
+		"usage: producer synth [REPEAT] | producer short [REPEAT] | producer idle SECONDS [LIBCUPTI]\n");
 	return 2;
 }
