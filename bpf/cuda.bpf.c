@@ -313,7 +313,7 @@ static __always_inline int enter(struct pt_regs *ctx)
 	}
 	key.ustack = capture_ustack(ctx, buf_active & 1);
 	key.pystack = python_capture(ctx, tgid, tid);
-	record_comm(tgid, tid);
+	key.names = record_comm(tgid, tid);
 	account(&key, bytes, 0);
 	if (trace_calls) {
 		/* The return probe reports the call with its duration. */
@@ -374,7 +374,7 @@ static __always_inline int leave(struct pt_regs *ctx)
 		/* At return the frame walk starts in the caller: no separate caller frame. */
 		key.ustack = capture_ustack(ctx, buf_active & 1);
 		key.pystack = python_capture(ctx, tgid, tid);
-		record_comm(tgid, tid);
+		key.names = record_comm(tgid, tid);
 		account(&key, 0, now - pend->ts);
 		break;
 	case CC_ALLOC: {
@@ -392,7 +392,7 @@ static __always_inline int leave(struct pt_regs *ctx)
 		/* py_stacks is never cleared: the id stays valid for gpu_inuse at the end. */
 		key.pystack = python_capture(ctx, tgid, tid);
 		key.flags = CUDA_KEY_ALLOC_STACK;
-		record_comm(tgid, tid);
+		key.names = record_comm(tgid, tid);
 		account(&key, pend->arg, 0);
 		av.size = pend->arg;
 		av.key = key;

@@ -63,7 +63,8 @@ struct cuda_key {
 	__u32 flags;   /* CUDA_KEY_* */
 	__u32 dir;     /* copies: CUDA_DIR_* */
 	__s32 pystack; /* Python frames: id in py_stacks (bpf/python.bpf.h), or -1 */
-	__u32 pad;     /* explicit: the key is hashed bytewise */
+	__u32 names;   /* the thread's names at the call (struct comm_key); every byte of the
+			* key is set: it is hashed bytewise */
 	__u64 caller;  /* [rsp] at an entry probe: the direct caller the frame walk misses; 0 at return probes */
 	__u64 object;  /* launches: the function pointer, cudaKernel_t or CUfunction */
 	__u64 stream;

@@ -20,6 +20,7 @@
 #define ENOMEM 12
 #include "targets.bpf.h"
 #include "stacks.h"
+#include "python.bpf.h"
 #include "cupti.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -128,7 +129,10 @@ int BPF_USDT(dev_launch, __u32 corr, __u32 cbinfo)
 	if (id < 0)
 		stat_inc(id == -ENOMEM ? STAT_STACK_FULL : STAT_USTACK_LOST);
 	v.ustack = id < 0 ? -1 : (__s32)id;
-	record_comm(tgid, tid);
+	/* The device time it leads to goes under the same stack as the launch itself: its
+	 * Python frames too, and the names the thread had when it launched. */
+	v.pystack = python_capture(ctx, tgid, tid);
+	v.names = record_comm(tgid, tid);
 	bpf_map_update_elem(&launches, &k, &v, BPF_ANY);
 	if (trace_records) {
 		struct dev_rec r = {.corr = corr};
@@ -182,9 +186,12 @@ static int one_record(__u32 i, struct rec_ctx *c)
 		key.tid = l->tid;
 		key.ustack = l->ustack;
 		key.cbinfo = l->cbinfo;
+		key.pystack = l->pystack;
+		key.names = l->names;
 	} else {
 		/* Counted anyway (under "[stack lost]"): device time is not thrown away. */
 		key.ustack = -1;
+		key.pystack = -1;
 		c->unjoined++;
 	}
 	if (trace_records)

@@ -146,6 +146,9 @@ struct dev_key {
 	__u32 device;
 	__u32 stream;
 	__u32 graph_id;
+	__s32 pystack; /* the launch's Python frames (bpf/python.bpf.h), or -1 */
+	__u32 names;   /* the launching thread's names then (struct comm_key) */
+	__u32 pad;
 };
 
 struct dev_val {
@@ -173,6 +176,8 @@ struct dev_launch {
 	__u32 tid;
 	__s32 ustack;
 	__u32 cbinfo;
+	__s32 pystack; /* -1: none */
+	__u32 names;
 	__u32 pad;
 };
 

@@ -765,8 +765,8 @@ static int add_cuda_sample(struct cuda_tracer *c, const struct cuda_key *k, cons
 	}
 	if (n > 0)
 		ips[0] -= 1;
-	err = session__add_stack_sample_py(s, k->tgid, k->tid, 0, NULL, 0, ips, n, k->pystack, leaf, nleaf, extra,
-					   nextra, values);
+	err = session__add_stack_sample_py(s, k->tgid, k->tid, k->names, NULL, 0, ips, n, k->pystack, leaf, nleaf,
+					   extra, nextra, values);
 	free(owned);
 	return err;
 }

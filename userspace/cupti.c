@@ -551,7 +551,10 @@ static int add_dev_sample(struct cupti_tracer *c, const struct dev_key *k, const
 		if (skip)
 			ips[skip] -= 1;
 	}
-	err = session__add_stack_sample(s, k->tgid, k->tid, NULL, 0, ips + skip, n, leaf, nleaf, extra, nextra, values);
+	/* The launch's own stack: its Python frames merged as in the launch's samples, and
+	 * the names the thread had when it launched. */
+	err = session__add_stack_sample_py(s, k->tgid, k->tid, k->names, NULL, 0, ips + skip, n, k->pystack, leaf,
+					   nleaf, extra, nextra, values);
 	free(owned);
 	return err;
 }

@@ -110,4 +110,21 @@ for py in "${PYS[@]}"; do
 	else
 		fail "$tag:cuda-memcpy-python" "$(head -30 "$TMP/$tag.copy.traces" | tr '\n' ' ')"
 	fi
+	# 5. Device time (the injection library's synthetic CUPTI, launched through ctypes):
+	# under the same Python frames as the launch, not a bare native stack.
+	PRODLIB=$PWD/$BUILD/workloads/inject/libproducer.so
+	if [ ! -e "$PRODLIB" ]; then
+		skip "$tag:device-time-python" "no $PRODLIB (make tools builds it where CUDA is installed)"
+		continue
+	fi
+	out=$TMP/$tag.dev.pb.gz
+	GPUBPF_INJECT_MAX_RATE=0 "$GPUBPF" record --exact -o "$out" -- "$py" $PYWL/device_time.py "$PRODLIB" 50 \
+		>"$TMP/$tag.dev.log" 2>&1
+	pprof -sample_index=gpu_kernel_time -traces "$out" >"$TMP/$tag.dev.traces"
+	if awk '/kernel_a/{f=1} f&&/launch_site/{g=1} g&&/train_step/{print "ok"; exit} /^-----------\+/{f=0;g=0}' \
+		"$TMP/$tag.dev.traces" | grep -q ok; then
+		pass "$tag:device-time-python"
+	else
+		fail "$tag:device-time-python" "$(grep -A12 kernel_a "$TMP/$tag.dev.traces" | head -14 | tr '\n' ' ')"
+	fi
 done

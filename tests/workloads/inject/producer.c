@@ -182,7 +182,7 @@ __attribute__((noinline)) static void site_copies(void)
 	memset_rec(c2, 128, 128);
 }
 
-static int synth(int repeat)
+__attribute__((unused)) static int synth(int repeat)
 {
 	int waited = 0;
 
@@ -228,7 +228,7 @@ static int synth(int repeat)
 
 /* A program that is over before a watcher would have looked: the library must follow
  * it from InitializeInjection on, and deliver at exit what "CUPTI" still holds. */
-static int short_run(int repeat)
+__attribute__((unused)) static int short_run(int repeat)
 {
 	if (gpubpf_inject_test_start()) {
 		fprintf(stderr, "producer: cannot start the library\n");
@@ -246,7 +246,7 @@ static int short_run(int repeat)
 
 static volatile uint64_t sink;
 
-static int idle(double seconds, const char *preload)
+__attribute__((unused)) static int idle(double seconds, const char *preload)
 {
 	struct timespec t0, t;
 	uint64_t iters = 0;
@@ -275,6 +275,38 @@ static int idle(double seconds, const char *preload)
 	return 0;
 }
 
+/* ---- as a library (libproducer.so), for a Python program that launches through ctypes:
+ * its device time must land under its Python frames. */
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* Start the library and wait for a session to attach: 0, or 1 after 30 s without one. */
+EXPORT int producer_start(void)
+{
+	if (gpubpf_inject_test_start())
+		return 1;
+	for (int waited = 0; gpubpf_inject_test_state() != DEV_ST_SYNTHETIC; waited++) {
+		if (waited > 300)
+			return 1;
+		sleep_ms(100);
+	}
+	return 0;
+}
+
+/* One cudaLaunchKernel of kernel_a (1000 ns), from the caller's stack. */
+EXPORT void producer_launch(void)
+{
+	site_kernel_a();
+}
+
+/* Hand the records of the launches so far to the library. */
+EXPORT void producer_deliver(void)
+{
+	gpubpf_inject_test_buffer(buffer, buf_used);
+	buf_used = 0;
+}
+
+#ifndef PRODUCER_LIBRARY
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -288,3 +320,4 @@ int main(int argc, char **argv)
 		"usage: producer synth [REPEAT] | producer short [REPEAT] | producer idle SECONDS [LIBCUPTI]\n");
 	return 2;
 }
+#endif
