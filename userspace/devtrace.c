@@ -89,21 +89,67 @@ int devtrace__record(struct devtrace *d, const struct trace_event *ev, uint32_t 
 	return hmap__put(&d->recorded, (uint64_t)(uint32_t)ev->pid, corr, 0, 1);
 }
 
+/* The driver calls a runtime entry point makes: a launch CUPTI reports inside the runtime
+ * call, where that call itself was not traced, is joined to the one it made next. */
+static const char *driver_prefix(const char *api)
+{
+	static const struct {
+		const char *rt, *drv;
+	} fam[] = {
+	    {"cudaLaunch", "cuLaunch"},
+	    {"cudaMemcpy", "cuMemcpy"},
+	    {"cudaMemset", "cuMemset"},
+	    {"cudaGraphLaunch", "cuGraphLaunch"},
+	};
+
+	for (size_t i = 0; api && i < sizeof(fam) / sizeof(fam[0]); i++)
+		if (!strncmp(api, fam[i].rt, strlen(fam[i].rt)))
+			return fam[i].drv;
+	return NULL;
+}
+
+static int cmp_launch(const void *a, const void *b)
+{
+	const struct launch *x = *(const struct launch *const *)a, *y = *(const struct launch *const *)b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return (x->ts > y->ts) - (x->ts < y->ts);
+}
+
 int devtrace__link(struct devtrace *d)
 {
+	struct launch **ord = d->n ? malloc(d->n * sizeof(*ord)) : NULL;
+
+	if (d->n && !ord)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->n; i++)
+		ord[i] = &d->l[i];
+	/* by thread and time: each launch knows when its thread's next one came */
+	if (d->n > 1)
+		qsort(ord, d->n, sizeof(*ord), cmp_launch);
 	for (size_t i = 0; i < d->n; i++) {
-		const struct launch *l = &d->l[i];
-		uint64_t corr = devtrace__corr(l->pid, l->corr);
+		const struct launch *l = ord[i], *next = i + 1 < d->n ? ord[i + 1] : NULL;
+		uint64_t corr = devtrace__corr(l->pid, l->corr), before = UINT64_MAX;
 		long idx;
 
 		if (!hmap__get(&d->recorded, (uint64_t)(uint32_t)l->pid, l->corr, 0, NULL))
 			continue; /* nothing of it on a device track: no arrow to draw */
+		if (next && next->pid == l->pid && next->tid == l->tid)
+			before = next->ts;
+		/* The traced call that holds the callback; else, where the runtime call itself
+		 * was not traced (only the driver call it makes: a runtime linked statically
+		 * into a stripped library), the call of the same kind the thread made next,
+		 * before its next launch. On a real PyTorch loop that call starts 5 us (p50)
+		 * to 20 us (p99) after the callback. */
 		idx = trace__find_call(d->t, l->pid, l->tid, l->ts);
+		if (idx < 0 || trace__event(d->t, (size_t)idx)->correlation)
+			idx = trace__find_call_after(d->t, l->pid, l->tid, l->ts, before, driver_prefix(l->api));
 		if (idx >= 0) {
-			if (trace__event(d->t, (size_t)idx)->correlation == 0) {
-				trace__set_correlation(d->t, (size_t)idx, corr);
-				d->st.linked++;
-			}
+			trace__set_correlation(d->t, (size_t)idx, corr);
+			d->st.linked++;
 			continue;
 		}
 		if (full(d))
@@ -119,11 +165,14 @@ int devtrace__link(struct devtrace *d)
 			};
 			int err = trace__add(d->t, &e);
 
-			if (err)
+			if (err) {
+				free(ord);
 				return err;
+			}
 			d->st.own_slices++;
 		}
 	}
+	free(ord);
 	return 0;
 }
 

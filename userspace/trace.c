@@ -244,6 +244,32 @@ long trace__find_call(struct trace *t, int pid, int tid, uint64_t ts)
 	return -1;
 }
 
+long trace__find_call_after(struct trace *t, int pid, int tid, uint64_t after, uint64_t before, const char *prefix)
+{
+	size_t lo = 0, hi;
+
+	if (!t || (t->n_indexed != t->n && index_calls(t)))
+		return -1;
+	hi = t->ncalls;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (cmp_call(pid, tid, after, &t->ev[t->calls[mid]]) >= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo, steps = 0; i < t->ncalls && steps < 64; i++, steps++) {
+		const struct trace_event *e = &t->ev[t->calls[i]];
+
+		if (e->pid != pid || e->tid != tid || e->start_ns >= before)
+			break;
+		if (!e->correlation && (!prefix || !strncmp(e->name, prefix, strlen(prefix))))
+			return (long)t->calls[i];
+	}
+	return -1;
+}
+
 void trace__set_correlation(struct trace *t, size_t idx, uint64_t corr)
 {
 	if (t && idx < t->n)
@@ -414,8 +440,8 @@ static void write_flow(FILE *f, const struct trace_event *e, const struct track 
 	/* a flow point binds to the slice enclosing it: the middle of the slice is safely
 	 * inside it, even at a zero-length edge */
 	fprintf(f,
-		",\n{\"ph\":\"%c\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":%" PRIu64
-		",\"pid\":%d,\"tid\":%d,\"ts\":",
+		",\n{\"ph\":\"%c\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":\"%" PRIu64
+		"\",\"pid\":%d,\"tid\":%d,\"ts\":",
 		ph, e->correlation, t->pid, t->tid);
 	put_us(f, e->start_ns + dur / 2);
 	fputs(ph == 'f' ? ",\"bp\":\"e\"}" : "}", f);
@@ -482,8 +508,10 @@ int trace__write(struct trace *t, FILE *f)
 				e->kind == TRACE_MEMCPY || e->correlation ? "," : "");
 		if (e->kind == TRACE_MEMCPY)
 			fprintf(f, "\"bytes\":%" PRIu64 "%s", e->bytes, e->correlation ? "," : "");
+		/* as a string: pid << 32 | id passes 2^53 (JavaScript's exact integers) for
+		 * pids past 2,097,152 */
 		if (e->correlation)
-			fprintf(f, "\"correlation\":%" PRIu64, e->correlation);
+			fprintf(f, "\"correlation\":\"%" PRIu64 "\"", e->correlation);
 		fputs("}}", f);
 	}
 	/* flows after the slices: a launch call to the kernel (or copy) it started */
@@ -544,6 +572,14 @@ static json_t *load(const char *json, size_t len, char *err, size_t errlen)
 	return root;
 }
 
+/* An id written as a string of digits (gpubpf now) or as a JSON number (before). */
+static uint64_t json_u64(const json_t *v)
+{
+	if (json_is_string(v))
+		return strtoull(json_string_value(v), NULL, 10);
+	return json_is_integer(v) ? (uint64_t)json_integer_value(v) : 0;
+}
+
 int trace__read_file(const char *path, struct trace **out, char *err, size_t errlen)
 {
 	struct trace *t = NULL;
@@ -586,6 +622,8 @@ int trace__read_file(const char *path, struct trace **out, char *err, size_t err
 			continue;
 		if (!strcmp(cat, "cuda_api"))
 			ev.kind = TRACE_API;
+		else if (!strcmp(cat, "cuda_launch"))
+			ev.kind = TRACE_LAUNCH;
 		else if (!strcmp(cat, "kernel"))
 			ev.kind = TRACE_KERNEL;
 		else if (!strcmp(cat, "memcpy"))
@@ -610,7 +648,7 @@ int trace__read_file(const char *path, struct trace **out, char *err, size_t err
 			ev.device = (uint32_t)json_integer_value(json_object_get(args, "device"));
 			ev.stream = s ? strtoull(s, NULL, 0) : 0;
 			ev.bytes = (uint64_t)json_integer_value(json_object_get(args, "bytes"));
-			ev.correlation = (uint64_t)json_integer_value(json_object_get(args, "correlation"));
+			ev.correlation = json_u64(json_object_get(args, "correlation"));
 		}
 		ret = trace__add(t, &ev);
 		if (ret)

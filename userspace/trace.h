@@ -62,6 +62,9 @@ const struct trace_event *trace__event(const struct trace *t, size_t idx);
 /* The index of the innermost TRACE_API event of thread (pid, tid) whose span holds TS,
  * or -1 (none; or no memory for the index, built on first use after an add). */
 long trace__find_call(struct trace *t, int pid, int tid, uint64_t ts);
+/* The first TRACE_API event of thread (pid, tid) that starts after AFTER and before
+ * BEFORE, has no correlation id yet and whose name begins with PREFIX (NULL: any), or -1. */
+long trace__find_call_after(struct trace *t, int pid, int tid, uint64_t after, uint64_t before, const char *prefix);
 /* Set event IDX's correlation id (a launch joined to the device work it started). */
 void trace__set_correlation(struct trace *t, size_t idx, uint64_t corr);
 

@@ -5,6 +5,9 @@
  * jansson. */
 #include <errno.h>
 #include <jansson.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <zlib.h>
 
 #include "devtrace.h"
 #include "test.h"
@@ -144,11 +147,103 @@ TEST(bound)
 	trace__free(t);
 }
 
+/* The recorded real timeline (tests/fixtures/gpu/, from an H100): every CUDA call of
+ * a two-thread PyTorch loop, and every kernel and copy with the correlation id of its
+ * launch. There, PyTorch's runtime entry points were not traced, only the driver calls
+ * they make, and 21,708 of 22,346 launches got slices of their own. Taken apart and
+ * joined again, every launch must find the call that made it. */
+#define REAL_TIMELINE "tests/fixtures/gpu/train-timeline-shared-cupti.trace.json.gz"
+
+static int gunzip_to(const char *gz, const char *out)
+{
+	gzFile in = gzopen(gz, "rb");
+	FILE *f = fopen(out, "wb");
+	char buf[65536];
+	int n, err = 0;
+
+	if (!in || !f)
+		err = -ENOENT;
+	while (!err && (n = gzread(in, buf, sizeof(buf))) > 0)
+		if (fwrite(buf, 1, (size_t)n, f) != (size_t)n)
+			err = -EIO;
+	if (in)
+		gzclose(in);
+	if (f)
+		fclose(f);
+	return err;
+}
+
+TEST(real_timeline_every_launch_joined)
+{
+	char tmp[] = "/tmp/gpubpf-timeline-XXXXXX", why[256] = "";
+	struct trace *orig = NULL, *t = trace__new();
+	struct devtrace *d = devtrace__new(t, 10000000);
+	struct devtrace_stats st;
+	size_t launches = 0, records = 0, joined = 0;
+	int fd;
+
+	if (access(REAL_TIMELINE, R_OK))
+		SKIP("%s is missing", REAL_TIMELINE);
+	CHECK(t && d);
+	fd = mkstemp(tmp);
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK_INT(gunzip_to(REAL_TIMELINE, tmp), 0);
+	CHECK_INT(trace__read_file(tmp, &orig, why, sizeof(why)), 0);
+	unlink(tmp);
+	for (size_t i = 0; i < trace__num_events(orig); i++) {
+		struct trace_event e = *trace__event(orig, i);
+		uint32_t corr = (uint32_t)e.correlation;
+
+		switch (e.kind) {
+		case TRACE_API:
+			/* the launches joined at recording time: the callback was inside */
+			if (e.correlation) {
+				CHECK_INT(devtrace__launch(d, e.pid, e.tid, corr, e.start_ns + e.dur_ns / 2, e.name), 0);
+				launches++;
+			}
+			e.correlation = 0;
+			CHECK_INT(trace__add(t, &e), 0);
+			break;
+		case TRACE_LAUNCH:
+			CHECK_INT(devtrace__launch(d, e.pid, e.tid, corr, e.start_ns, e.name), 0);
+			launches++;
+			break;
+		case TRACE_KERNEL:
+		case TRACE_MEMCPY:
+			CHECK_INT(devtrace__record(d, &e, corr), 0);
+			records++;
+			break;
+		}
+	}
+	CHECK_INT(launches, 22346);
+	CHECK_INT(records, 20416 + 1930);
+	CHECK_INT(devtrace__link(d), 0);
+	devtrace__stats(d, &st);
+	CHECK_INT(st.own_slices, 0);
+	CHECK_INT(st.linked, 22346);
+	/* each launch joined to a call of its own kind (cudaMemsetAsync: cuMemset...) */
+	for (size_t i = 0; i < trace__num_events(t); i++) {
+		const struct trace_event *e = trace__event(t, i);
+
+		if (e->kind != TRACE_API || !e->correlation)
+			continue;
+		joined++;
+		CHECK(!strncmp(e->name, "cuLaunch", 8) || !strncmp(e->name, "cuMemset", 8) ||
+		      !strncmp(e->name, "cuMemcpy", 8) || !strncmp(e->name, "cudaLaunch", 10));
+	}
+	CHECK_INT(joined, 22346);
+	devtrace__free(d);
+	trace__free(t);
+	trace__free(orig);
+}
+
 int main(int argc, char **argv)
 {
 	T_BEGIN(argv);
 	RUN(find_call);
 	RUN(link_and_write);
 	RUN(bound);
+	RUN(real_timeline_every_launch_joined);
 	return T_END();
 }
