@@ -91,7 +91,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
+	__uint(max_entries, 1024 * 1024);
 } cuda_events SEC(".maps");
 
 /* Entry hits on targets per probe group, read by userspace's overhead guard through the
@@ -159,22 +159,39 @@ static __always_inline bool nested_call(struct pt_regs *ctx, __u32 tid, bool run
 	return false;
 }
 
+/* Name events are built here (4 KiB: not on the BPF stack) and sent at their length. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cuda_event);
+} event_scratch SEC(".maps");
+
 static __always_inline void emit_event(__u32 type, __u32 tgid, __u64 handle, __u64 other, const char *name)
 {
-	struct cuda_event *e = bpf_ringbuf_reserve(&cuda_events, sizeof(*e), 0);
+	__u32 zero = 0;
+	struct cuda_event *e = bpf_map_lookup_elem(&event_scratch, &zero);
+	long n = 0;
+	__u64 size;
 
-	if (!e) {
-		__sync_fetch_and_add(&lost_events, 1);
+	if (!e)
 		return;
-	}
 	e->type = type;
 	e->tgid = tgid;
 	e->handle = handle;
 	e->other = other;
 	e->name[0] = '\0';
 	if (name)
-		bpf_probe_read_user_str(e->name, sizeof(e->name), name);
-	bpf_ringbuf_submit(e, 0);
+		n = bpf_probe_read_user_str(e->name, sizeof(e->name), name);
+	if (n < 1) {
+		e->name[0] = '\0';
+		n = 1;
+	}
+	size = offsetof(struct cuda_event, name) + (__u64)n;
+	if (size > sizeof(*e))
+		size = sizeof(*e);
+	if (bpf_ringbuf_output(&cuda_events, e, size, 0))
+		__sync_fetch_and_add(&lost_events, 1);
 }
 
 static __always_inline int enter(struct pt_regs *ctx)

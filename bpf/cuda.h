@@ -108,7 +108,9 @@ struct cuda_call_event {
 	__u64 stream;
 };
 
-#define CUDA_NAME_MAX 192
+/* Kernel names of C++ templates run to kilobytes mangled (PyTorch's elementwise kernels):
+ * read whole, and sent at the length they have (bpf_ringbuf_output of a prefix). */
+#define CUDA_NAME_MAX 4096
 
 struct cuda_event {
 	__u32 type;

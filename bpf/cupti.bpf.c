@@ -69,7 +69,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
+	__uint(max_entries, 1024 * 1024);
 } dev_events SEC(".maps");
 
 /* --trace only (sized by userspace; one page otherwise). */
@@ -250,23 +250,38 @@ int BPF_USDT(dev_records, void *batch)
 	return 0;
 }
 
+/* Events are built here (4 KiB: not on the BPF stack) and sent at their length. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dev_event);
+} event_scratch SEC(".maps");
+
 static __always_inline void emit(__u32 type, __u32 id, __u64 addr, const char *text)
 {
-	struct dev_event *e = bpf_ringbuf_reserve(&dev_events, sizeof(*e), 0);
+	__u32 zero = 0;
+	struct dev_event *e = bpf_map_lookup_elem(&event_scratch, &zero);
+	long n;
+	__u64 size;
 
-	if (!e) {
-		__sync_fetch_and_add(&lost_events, 1);
+	if (!e)
 		return;
-	}
 	e->type = type;
 	e->tgid = bpf_get_current_pid_tgid() >> 32;
 	e->id = id;
 	e->pad = 0;
 	e->addr = addr;
-	e->text[0] = '\0';
-	if (bpf_probe_read_user_str(e->text, sizeof(e->text), text) < 0)
+	n = bpf_probe_read_user_str(e->text, sizeof(e->text), text);
+	if (n < 1) {
 		e->text[0] = '\0';
-	bpf_ringbuf_submit(e, 0);
+		n = 1;
+	}
+	size = offsetof(struct dev_event, text) + (__u64)n;
+	if (size > sizeof(*e))
+		size = sizeof(*e);
+	if (bpf_ringbuf_output(&dev_events, e, size, 0))
+		__sync_fetch_and_add(&lost_events, 1);
 }
 
 SEC("usdt")
@@ -275,6 +290,15 @@ int BPF_USDT(dev_name, __u32 id, const char *name)
 	if (!is_target(bpf_get_current_pid_tgid() >> 32))
 		return 0;
 	emit(DEV_EV_NAME, id, 0, name);
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(dev_kname, __u64 handle, const char *name)
+{
+	if (!is_target(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	emit(DEV_EV_KNAME, 0, handle, name);
 	return 0;
 }
 

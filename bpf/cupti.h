@@ -13,6 +13,8 @@
  *   launch(corr, cbinfo)       API callback of a sampled launch/copy, on the launching thread
  *   records(batch)             one completed batch (struct dev_batch) of sampled activity
  *   name(id, str)              a kernel or API function name, once per name and attach
+ *   kname(handle, str)         the kernel a launch handle stands for (CUPTI's symbolName),
+ *                              once per handle and attach
  *   status(code, text, cfg)    the library's state changed (enum dev_status); cfg: its config
  * Each has a semaphore (gpubpf_<probe>_semaphore): the kernel counts attached uprobes in it,
  * and the library is attached exactly while launch's and records' are non-zero. */
@@ -25,7 +27,8 @@
 
 /* name() ids: kernel names count up from 1; API function names are DEV_NAME_API | cbinfo. */
 #define DEV_NAME_API 0x80000000u
-#define DEV_NAME_MAX 512
+/* Kernel names run to kilobytes mangled: read whole, sent at their length. */
+#define DEV_NAME_MAX 4096
 
 enum dev_kind {
 	DEV_KERNEL = 1,
@@ -107,6 +110,7 @@ struct dev_config {
 enum dev_event_type {
 	DEV_EV_NAME = 1,
 	DEV_EV_STATUS = 2,
+	DEV_EV_KNAME = 3, /* addr: a launch handle; text: its kernel's (mangled) name */
 };
 
 struct dev_event {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,17 +239,38 @@ static void cobj_free(struct cobj *o)
 	free(o);
 }
 
+/* A name for a launch handle from another source (the injection library's CUPTI). */
+static void learn_name(void *ctx, uint32_t tgid, uint64_t handle, const char *mangled)
+{
+	struct cuda_tracer *c = ctx;
+	char *name;
+
+	if (!handle || !mangled || !*mangled || hmap__get(&c->names, tgid, handle, 0, NULL))
+		return;
+	name = strdup(mangled);
+	if (!name)
+		return;
+	if (hmap__put(&c->names, tgid, handle, 0, (uint64_t)(uintptr_t)name)) {
+		free(name);
+		return;
+	}
+	pr_debug("pid %u: launch handle %#" PRIx64 " is %s (CUPTI)", tgid, handle, mangled);
+}
+
 static int on_event(void *ctx, void *data, size_t len)
 {
 	struct cuda_tracer *c = ctx;
 	const struct cuda_event *e = data;
 	char *name;
 
-	if (len < sizeof(*e))
+	/* name events come at the length of their name */
+	if (len < offsetof(struct cuda_event, name))
 		return 0;
 	switch (e->type) {
 	case CUDA_EV_FUNC_NAME:
-		name = strndup(e->name, sizeof(e->name) - 1);
+		if (len <= offsetof(struct cuda_event, name))
+			return 0;
+		name = strndup(e->name, len - offsetof(struct cuda_event, name));
 		if (!name)
 			return -ENOMEM;
 		{
@@ -349,6 +371,8 @@ struct cuda_tracer *cuda__new(struct session *s, int targets_fd, int comms_fd)
 	}
 	procs__add_on_change(s->procs, on_change, c);
 	procs__add_on_exit(s->procs, on_exit_pid, c);
+	s->kernel_name = learn_name;
+	s->kernel_name_ctx = c;
 	if (c->trace) {
 		err = procs__add_ringbuf(s->procs, bpf_map__fd(c->skel->maps.call_events), on_call, c);
 		if (err) {
@@ -378,6 +402,10 @@ void cuda__free(struct cuda_tracer *c)
 {
 	if (!c)
 		return;
+	if (c->s && c->s->kernel_name_ctx == c) {
+		c->s->kernel_name = NULL;
+		c->s->kernel_name_ctx = NULL;
+	}
 	/* Detaching costs a grace period per uprobe (~80 ms here): tear down in one go at
 	 * the end, after the profile is safe. */
 	linkset__destroy(&c->links);
@@ -642,10 +670,69 @@ static const char *dir_frame(uint32_t dir)
 /* Name a launched kernel: the runtime passes a host stub (or a cudaKernel_t that
  * __cudaGetKernel mapped to one), which symbolizes to the kernel's mangled name; the
  * driver passes a CUfunction whose name cuModuleGetFunction (or friends) told us. */
-static void kernel_frame(struct cuda_tracer *c, const struct cuda_key *k, const struct cuda_api *a,
-			 struct prof_frame *f, char *buf, size_t len, char **owned)
+/* A name learned for the launch handle (driver name events, CUPTI's symbolName, or an
+ * earlier stack): its frame. */
+static bool named_handle(struct cuda_tracer *c, uint32_t tgid, uint64_t handle, struct prof_frame *f, char **owned)
 {
 	uint64_t v;
+	const char *mangled;
+	char *d;
+
+	if (!hmap__get(&c->names, tgid, handle, 0, &v))
+		return false;
+	mangled = (const char *)(uintptr_t)v;
+	d = demangle(mangled);
+	f->name = d ? d : mangled;
+	f->sys_name = mangled;
+	*owned = d;
+	return true;
+}
+
+/* nvcc's host stub for kernel K is __device_stub__K (K mangled without its leading '_'):
+ * the first such frame above the launch names the kernel, where no symbol names the
+ * handle (a cudaKernel_t of a real driver) and no CUPTI is there to. Kept for the handle.
+ * Needs the stub not inlined: PyTorch's release builds inline it (CUPTI names those). */
+static bool stub_on_stack(struct cuda_tracer *c, uint32_t tgid, uint64_t handle, const uint64_t *ips, int n)
+{
+	static const char pfx[] = "__device_stub__";
+
+	for (int i = 0; i < n && i < 6; i++) {
+		struct sym_result r;
+		const char *fn, *p;
+		char *name;
+		size_t len;
+
+		if (syms__resolve_user(c->s->syms, (int)tgid, ips[i], &r) || !r.resolved || r.nframes < 1)
+			continue;
+		for (int j = 0; j < r.nframes; j++) {
+			fn = r.frames[j].func;
+			if (!fn || strncmp(fn, pfx, sizeof(pfx) - 1))
+				continue;
+			p = fn + sizeof(pfx) - 1;
+			len = strcspn(p, "(");
+			if (!len)
+				continue;
+			/* a C++ kernel's mangled name lost its '_'; an extern "C" one is as is */
+			name = malloc(len + 2);
+			if (!name)
+				return false;
+			snprintf(name, len + 2, "%s%.*s", p[0] == 'Z' ? "_" : "", (int)len, p);
+			if (hmap__put(&c->names, tgid, handle, 0, (uint64_t)(uintptr_t)name)) {
+				free(name);
+				return false;
+			}
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The leaf frame of a launch: what ran on the GPU. IPS (N frames, the caller first) is the
+ * launch's user stack. */
+static void kernel_frame(struct cuda_tracer *c, const struct cuda_key *k, const struct cuda_api *a, const uint64_t *ips,
+			 int n, struct prof_frame *f, char *buf, size_t len, char **owned)
+{
+	uint64_t v, handle = k->object;
 
 	*owned = NULL;
 	f->kind = PROF_FRAME_SYNTH;
@@ -655,6 +742,8 @@ static void kernel_frame(struct cuda_tracer *c, const struct cuda_key *k, const 
 		f->name = "[cuda graph]";
 		return;
 	}
+	if (named_handle(c, k->tgid, handle, f, owned))
+		return;
 	if (a->runtime) {
 		struct sym_result r;
 		uint64_t host = k->object;
@@ -672,21 +761,11 @@ static void kernel_frame(struct cuda_tracer *c, const struct cuda_key *k, const 
 			*owned = d;
 			return;
 		}
-	} else {
-		uint64_t handle = k->object;
-
-		if (!hmap__get(&c->names, k->tgid, handle, 0, &v) && hmap__get(&c->kfuncs, k->tgid, handle, 1, &v))
-			handle = v; /* a CUfunction of a CUkernel: the kernel's name */
-		if (hmap__get(&c->names, k->tgid, handle, 0, &v)) {
-			const char *mangled = (const char *)(uintptr_t)v;
-			char *d = demangle(mangled);
-
-			f->name = d ? d : mangled;
-			f->sys_name = mangled;
-			*owned = d;
-			return;
-		}
+	} else if (hmap__get(&c->kfuncs, k->tgid, handle, 1, &v) && named_handle(c, k->tgid, v, f, owned)) {
+		return; /* a CUfunction of a CUkernel: the kernel's name */
 	}
+	if (stub_on_stack(c, k->tgid, handle, ips, n) && named_handle(c, k->tgid, handle, f, owned))
+		return;
 	snprintf(buf, len, "[cuda kernel %#" PRIx64 "]", (uint64_t)k->object);
 	f->name = buf;
 }
@@ -705,12 +784,33 @@ static int add_cuda_sample(struct cuda_tracer *c, const struct cuda_key *k, cons
 	if (k->api >= (uint32_t)cuda_num_apis)
 		return 0;
 	a = &cuda_apis[k->api];
+	/* Entry probes: ips[0] is the function's own entry, and a frame-pointer walk from a
+	 * function's first instruction skips its direct caller: [rsp] (k->caller) takes
+	 * ips[0]'s place. Return probes: ips[0] already is the return address in the caller.
+	 * Either way ips[0] is a return address: move it back into the call instruction
+	 * (session__add_stack_sample does that for the deeper frames). */
+	n = stacks__read(stacks_fd, k->ustack, ips, &trunc);
+	s->truncated_stacks += (uint64_t)trunc;
+	if (k->caller) {
+		/* Kernels since ~6.15 fix up the walk at a function entry themselves: then
+		 * ips[1] already is the caller, and only the entry frame goes. */
+		if (n >= 2 && ips[1] == k->caller) {
+			memmove(ips, ips + 1, (size_t)(n - 1) * sizeof(ips[0]));
+			n--;
+		} else {
+			ips[0] = k->caller;
+			if (n == 0)
+				n = 1;
+		}
+	}
+	if (n > 0)
+		ips[0] -= 1;
 	SESSION_VALUES(values);
 	values[s->t_cuda_calls] = inuse ? 0 : (int64_t)v->calls;
 	switch (a->group) {
 	case CG_LAUNCH:
 		values[s->t_cuda_launches] = (int64_t)v->calls;
-		kernel_frame(c, k, a, &leaf[nleaf++], kbuf, sizeof(kbuf), &owned);
+		kernel_frame(c, k, a, ips, n, &leaf[nleaf++], kbuf, sizeof(kbuf), &owned);
 		break;
 	case CG_COPY:
 		values[s->t_cuda_memcpy] = (int64_t)v->bytes;
@@ -744,27 +844,6 @@ static int add_cuda_sample(struct cuda_tracer *c, const struct cuda_key *k, cons
 		extra[nextra++] = (struct prof_label){.key = "cuda_stream", .str = sbuf};
 	}
 
-	/* Entry probes: ips[0] is the function's own entry, and a frame-pointer walk from a
-	 * function's first instruction skips its direct caller: [rsp] (k->caller) takes
-	 * ips[0]'s place. Return probes: ips[0] already is the return address in the caller.
-	 * Either way ips[0] is a return address: move it back into the call instruction
-	 * (session__add_stack_sample does that for the deeper frames). */
-	n = stacks__read(stacks_fd, k->ustack, ips, &trunc);
-	s->truncated_stacks += (uint64_t)trunc;
-	if (k->caller) {
-		/* Kernels since ~6.15 fix up the walk at a function entry themselves: then
-		 * ips[1] already is the caller, and only the entry frame goes. */
-		if (n >= 2 && ips[1] == k->caller) {
-			memmove(ips, ips + 1, (size_t)(n - 1) * sizeof(ips[0]));
-			n--;
-		} else {
-			ips[0] = k->caller;
-			if (n == 0)
-				n = 1;
-		}
-	}
-	if (n > 0)
-		ips[0] -= 1;
 	err = session__add_stack_sample_py(s, k->tgid, k->tid, k->names, NULL, 0, ips, n, k->pystack, leaf, nleaf,
 					   extra, nextra, values);
 	free(owned);

@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,16 +196,23 @@ static int on_trace(void *ctx, void *data, size_t len)
 static int on_event(void *ctx, void *data, size_t len)
 {
 	struct cupti_tracer *c = ctx;
-	struct dev_event ev, *e = &ev;
+	static struct dev_event ev; /* 4 KiB; ring buffer callbacks run one at a time */
+	struct dev_event *e = &ev;
 
-	if (len < sizeof(*e))
+	/* events come at the length of their text */
+	if (len <= offsetof(struct dev_event, text) || len > sizeof(*e))
 		return 0;
 	/* The ring buffer is mapped read-only: terminate the text in a copy. */
-	memcpy(e, data, sizeof(*e));
-	e->text[sizeof(e->text) - 1] = '\0';
+	memcpy(e, data, len);
+	((char *)e)[len - 1] = '\0';
 	switch (e->type) {
 	case DEV_EV_NAME:
 		put_str(&c->tab, e->tgid, e->id, HK_NAME, e->text);
+		break;
+	case DEV_EV_KNAME:
+		/* a launch handle's kernel: the CUDA tracer names its launches with it */
+		if (c->s->kernel_name)
+			c->s->kernel_name(c->s->kernel_name_ctx, e->tgid, e->addr, e->text);
 		break;
 	case DEV_EV_STATUS:
 		hmap__put(&c->tab, e->tgid, 0, HK_STATUS, e->id);
@@ -380,11 +388,11 @@ static void scan_object(void *ctx, int pid, int fd, const char *shown)
 	const struct {
 		struct bpf_program *prog;
 		const char *name;
+		bool optional; /* libraries built before it lack it */
 	} probes[] = {
-	    {c->skel->progs.dev_name, "name"},
-	    {c->skel->progs.dev_status, "status"},
-	    {c->skel->progs.dev_records, "records"},
-	    {c->skel->progs.dev_launch, "launch"},
+	    {c->skel->progs.dev_name, "name", false},	  {c->skel->progs.dev_kname, "kname", true},
+	    {c->skel->progs.dev_status, "status", false}, {c->skel->progs.dev_records, "records", false},
+	    {c->skel->progs.dev_launch, "launch", false},
 	};
 	/* The kernel resolves this magic link to exactly the file objscan opened inside the
 	 * target's root. */
@@ -393,6 +401,11 @@ static void scan_object(void *ctx, int pid, int fd, const char *shown)
 		struct bpf_link *l =
 		    bpf_program__attach_usdt(probes[i].prog, attach_pid, path, DEV_PROVIDER, probes[i].name, NULL);
 
+		if (!l && probes[i].optional) {
+			pr_debug("pid %d: no %s probe in %s (an older library): %s", pid, probes[i].name, shown,
+				 strerror(errno));
+			continue;
+		}
 		if (!l) {
 			pr_warn("pid %d: cannot attach to the injection library's %s probe in %s: %s", pid,
 				probes[i].name, shown, strerror(errno));
@@ -442,6 +455,12 @@ int cupti__scan(struct cupti_tracer *c)
 	if (c->rb)
 		ring_buffer__consume(c->rb);
 	return 0;
+}
+
+void cupti__consume_events(struct cupti_tracer *c)
+{
+	if (c && c->rb)
+		ring_buffer__consume(c->rb);
 }
 
 /* ---- draining -------------------------------------------------------------------------- */

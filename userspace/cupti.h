@@ -39,6 +39,9 @@ void cupti__detach(struct cupti_tracer *c);
 /* Attach to the library in every target object not looked at yet (cheap when nothing is
  * new: call it every tick). Also handles the library's status and name events. */
 int cupti__scan(struct cupti_tracer *c);
+/* Handle the library's name and status events now: before the CUDA tracer's drain, which
+ * names launches by the kernel names they carry. Accepts NULL. */
+void cupti__consume_events(struct cupti_tracer *c);
 
 /* Move joined device time into the profile, scaled by seen/sampled per target. final:
  * both buffers. */

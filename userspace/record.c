@@ -551,6 +551,7 @@ int record__main(int argc, char **argv)
 			if (windowed)
 				close_windows(cuda, &gov, off_at);
 			err = cpu__drain(cpu, false);
+			cupti__consume_events(cupti); /* kernel names the CUDA drain uses */
 			if (!err)
 				err = cuda__drain(cuda, false);
 			if (!err)
@@ -610,6 +611,7 @@ int record__main(int argc, char **argv)
 	 * now must not wait for the drains, symbolization and writing. */
 	procs__end_holds(s.procs);
 	err = cpu__drain(cpu, true);
+	cupti__consume_events(cupti);
 	if (!err)
 		err = cuda__drain(cuda, true);
 	if (!err)

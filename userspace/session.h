@@ -34,7 +34,11 @@ struct session {
 	int t_gpu_kernel_ns; /* device-side kernel time (cupti.c) */
 	int t_gpu_memcpy_ns; /* device-side copy and memset time (cupti.c) */
 	int64_t period_ns;
-	uint64_t truncated_stacks;    /* stacks that hit STACKS_MAX_DEPTH */
+	uint64_t truncated_stacks; /* stacks that hit STACKS_MAX_DEPTH */
+	/* The kernel a launch handle stands for, from the injection library (cupti.c) to the
+	 * CUDA tracer that names launches (cuda.c); NULL until the tracer sets it. */
+	void (*kernel_name)(void *ctx, uint32_t tgid, uint64_t handle, const char *mangled);
+	void *kernel_name_ctx;
 	struct task_offsets task_off; /* kbtf.c: read-only data of every BPF object */
 };
 

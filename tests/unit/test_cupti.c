@@ -37,14 +37,24 @@ static void rec_name(uint32_t id, const char *name)
 	snprintf(last_name, sizeof(last_name), "%s", name);
 }
 
-static const struct inj_ops ops = {rec_launch, rec_batch, rec_name};
+static int nknames;
+static uint64_t last_handle;
+
+static void rec_kname(uint64_t handle, const char *name)
+{
+	nknames++;
+	last_handle = handle;
+	snprintf(last_name, sizeof(last_name), "%s", name);
+}
+
+static const struct inj_ops ops = {rec_launch, rec_batch, rec_name, rec_kname};
 static struct inj_state st;
 
 static void reset(void)
 {
 	inj_state_fini(&st);
 	inj_state_init(&st, &ops);
-	ngot = nbatches = nlaunch = nnames = 0;
+	ngot = nbatches = nlaunch = nnames = nknames = 0;
 }
 
 static void launch(uint32_t corr, enum inj_api_class cls, uint32_t cbid, const char *fn)
@@ -113,6 +123,32 @@ TEST(names_announced_again_each_attach)
 	inj_flush(&st);
 	CHECK_INT(got[0].name_id, got[1].name_id);
 	CHECK_INT(last_ctr.launches_seen, 1); /* counters restart with the session */
+}
+
+/* Launch handles are named once per handle and attach, for every launch (followed or
+ * not): 10,000 launches of 3 kernels cost 3 announcements; a new attach announces them
+ * again; a full table degrades to announcing again, never to a wrong name. */
+TEST(launch_handles_named_once_per_attach)
+{
+	reset();
+	for (int i = 0; i < 10000; i++)
+		inj_announce_handle(&st, 0x25448660 + (uint64_t)(i % 3) * 0x40, "_Z8kernel_aPfi");
+	CHECK_INT(nknames, 3);
+	CHECK_INT(last_handle, 0x25448660 + 2 * 0x40);
+	CHECK_STR(last_name, "_Z8kernel_aPfi");
+	inj_announce_handle(&st, 0, "x");	/* no handle */
+	inj_announce_handle(&st, 0x1000, NULL); /* no name */
+	inj_announce_handle(&st, 0x1000, "");
+	CHECK_INT(nknames, 3);
+	inj_new_epoch(&st);
+	inj_announce_handle(&st, 0x25448660, "_Z8kernel_aPfi");
+	inj_announce_handle(&st, 0x25448660, "_Z8kernel_aPfi");
+	CHECK_INT(nknames, 4);
+	/* many more handles than slots: each still announced at least once */
+	reset();
+	for (uint64_t h = 1; h <= 3 * INJ_HANDLE_SLOTS; h++)
+		inj_announce_handle(&st, h * 4096, "k");
+	CHECK(nknames >= 3 * INJ_HANDLE_SLOTS);
 }
 
 TEST(memcpy_and_memset)
@@ -261,6 +297,7 @@ int main(int argc, char **argv)
 	RUN(classify);
 	RUN(kernel_record_kept_with_name);
 	RUN(names_announced_again_each_attach);
+	RUN(launch_handles_named_once_per_attach);
 	RUN(memcpy_and_memset);
 	RUN(graph_kernels_share_the_launch);
 	RUN(unsampled_and_invalid_dropped);

@@ -34,6 +34,7 @@ EXPORT volatile unsigned short gpubpf_launch_semaphore __attribute__((section(".
 EXPORT volatile unsigned short gpubpf_records_semaphore __attribute__((section(".probes")));
 EXPORT volatile unsigned short gpubpf_name_semaphore __attribute__((section(".probes")));
 EXPORT volatile unsigned short gpubpf_status_semaphore __attribute__((section(".probes")));
+EXPORT volatile unsigned short gpubpf_kname_semaphore __attribute__((section(".probes")));
 
 /* Sampling settings; gpubpf may overwrite them while attached (bpf/cupti.h). */
 EXPORT struct dev_config gpubpf_inject_config = {
@@ -73,6 +74,12 @@ static void fire_name(uint32_t id, const char *name)
 		DTRACE_PROBE2(gpubpf, name, id, name);
 }
 
+static void fire_kname(uint64_t handle, const char *name)
+{
+	if (gpubpf_kname_semaphore)
+		DTRACE_PROBE2(gpubpf, kname, handle, name);
+}
+
 static void fire_status(void)
 {
 	if (gpubpf_status_semaphore)
@@ -83,6 +90,7 @@ static const struct inj_ops usdt_ops = {
     .launch = fire_launch,
     .batch = fire_batch,
     .name = fire_name,
+    .kname = fire_kname,
 };
 
 static double mono_ms(void)

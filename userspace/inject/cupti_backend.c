@@ -29,7 +29,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <cupti.h>
+#include <cupti.h> /* with generated_cuda_meta.h and ..._runtime_api_meta.h: the params */
 
 #include "backend.h"
 
@@ -227,6 +227,49 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 
 /* ---- API callbacks -------------------------------------------------------------------- */
 
+/* The handle a launch callback's call passes: a host stub or cudaKernel_t (runtime), a
+ * CUfunction (driver). This is the value gpubpf's probe on the entry point sees, and
+ * symbolName names its kernel: on a real driver the handles are heap pointers (lazy
+ * loading, cudaKernel_t from __cudaGetKernel, possibly before gpubpf attached) that no
+ * symbol of the process names. */
+static uint64_t launch_handle(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *params)
+{
+	if (!params)
+		return 0;
+	if (dom == CUPTI_CB_DOMAIN_RUNTIME_API) {
+		switch (cbid) {
+		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+			return (uint64_t)(uintptr_t)((const cudaLaunchKernel_v7000_params *)params)->func;
+		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
+			return (uint64_t)(uintptr_t)((const cudaLaunchCooperativeKernel_v9000_params *)params)->func;
+		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
+			return (uint64_t)(uintptr_t)((const cudaLaunchKernelExC_v11060_params *)params)->func;
+		case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000:
+		case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000:
+			/* __cudaLaunchKernel(cudaKernel_t kernel, dim3, dim3, void **, size_t,
+			 * cudaStream_t) (crt/device_functions.h): CUDA 13.0's headers give no params
+			 * struct; the kernel comes first, as in cudaLaunchKernel's. */
+			return (uint64_t)(uintptr_t) * (const void *const *)params;
+		}
+		return 0;
+	}
+	switch (cbid) {
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+		return (uint64_t)(uintptr_t)((const cuLaunchKernel_params *)params)->f;
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+		return (uint64_t)(uintptr_t)((const cuLaunchCooperativeKernel_params *)params)->f;
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+		return (uint64_t)(uintptr_t)((const cuLaunchKernelEx_params *)params)->f;
+	}
+	return 0;
+}
+
 static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data)
 {
 	const CUpti_CallbackData *cb = data;
@@ -249,10 +292,13 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain dom, CUpti
 	cls = cb_class[dom][cbid];
 	if (!cls)
 		return;
-	if (cb->callbackSite == CUPTI_API_ENTER)
+	if (cb->callbackSite == CUPTI_API_ENTER) {
+		if (cls == INJ_API_LAUNCH && cb->symbolName)
+			inj_announce_handle(&inj, launch_handle(dom, cbid, cb->functionParams), cb->symbolName);
 		inj_api_enter(&inj, cls, dom, cbid, cb->correlationId, cb->functionName);
-	else
+	} else {
 		inj_api_exit(&inj);
+	}
 }
 
 /* ---- attach / detach ------------------------------------------------------------------ */

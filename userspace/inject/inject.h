@@ -42,11 +42,14 @@ struct inj_ops {
 	void (*launch)(uint32_t corr, uint32_t cbinfo);
 	void (*batch)(const struct dev_batch *b);
 	void (*name)(uint32_t id, const char *name);
+	/* the kernel a launch handle (host stub, cudaKernel_t, CUfunction) stands for */
+	void (*kname)(uint64_t handle, const char *name);
 };
 
 #define INJ_SAMPLED_SLOTS 65536 /* outstanding sampled correlation ids remembered */
 #define INJ_NAMES_MAX 16384
-#define INJ_API_SLOTS 2048 /* (domain & 1) << 10 | cbid & 1023: announced API names */
+#define INJ_API_SLOTS 2048    /* (domain & 1) << 10 | cbid & 1023: announced API names */
+#define INJ_HANDLE_SLOTS 8192 /* launch handles whose kernel name was announced */
 
 struct inj_name {
 	const char *ptr;
@@ -62,6 +65,9 @@ struct inj_state {
 	uint32_t epoch;
 	uint32_t sampled[INJ_SAMPLED_SLOTS]; /* corr stored at corr % slots: "corr was followed" */
 	uint32_t api_epoch[INJ_API_SLOTS];
+	/* (handle, epoch) announced; open addressing, claimed under lock, read without */
+	uint64_t handle_key[INJ_HANDLE_SLOTS];
+	uint32_t handle_epoch[INJ_HANDLE_SLOTS];
 	struct dev_counters ctr; /* updated with atomics */
 	/* Under lock: batch and names (buffer callbacks may come from two threads). */
 	pthread_mutex_t lock;
@@ -75,6 +81,11 @@ int inj_state_init(struct inj_state *s, const struct inj_ops *ops);
 void inj_state_fini(struct inj_state *s);
 /* A new attach: names and API functions are announced again. */
 void inj_new_epoch(struct inj_state *s);
+
+/* A launch's handle and the kernel's name (CUPTI's symbolName): announced once per
+ * handle and attach, for every launch, followed or not, so that gpubpf names the launches
+ * its probes count by the handle they pass. */
+void inj_announce_handle(struct inj_state *s, uint64_t handle, const char *name);
 
 /* API callbacks (enter and exit of each followed call, on the calling thread). Nested
  * calls (the runtime calling the driver) follow the outer call's decision. */

@@ -138,6 +138,42 @@ static void announce_api(struct inj_state *s, uint32_t domain, uint32_t cbid, co
 	s->ops.name(DEV_NAME_API | DEV_CBINFO(domain, cbid), func_name);
 }
 
+void inj_announce_handle(struct inj_state *s, uint64_t handle, const char *name)
+{
+	uint32_t epoch = __atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE), i;
+	uint64_t h = handle * 0x9e3779b97f4a7c15ull;
+
+	if (!handle || !name || !*name || !s->ops.kname)
+		return;
+	/* Without the lock first: nearly every launch is of a handle announced already. */
+	for (uint32_t k = 0; k < 8; k++) {
+		i = (uint32_t)((h >> 40) + k) % INJ_HANDLE_SLOTS;
+		if (__atomic_load_n(&s->handle_key[i], __ATOMIC_ACQUIRE) == handle &&
+		    __atomic_load_n(&s->handle_epoch[i], __ATOMIC_ACQUIRE) == epoch)
+			return;
+	}
+	pthread_mutex_lock(&s->lock);
+	for (uint32_t k = 0; k < 8; k++) {
+		uint64_t key;
+
+		i = (uint32_t)((h >> 40) + k) % INJ_HANDLE_SLOTS;
+		key = s->handle_key[i];
+		if (key == handle && s->handle_epoch[i] == epoch)
+			goto out; /* another thread announced it meanwhile */
+		if (key && key != handle && s->handle_epoch[i] == epoch)
+			continue;
+		/* free, stale (an earlier attach) or ours from before: (re)claim it */
+		__atomic_store_n(&s->handle_epoch[i], epoch, __ATOMIC_RELEASE);
+		__atomic_store_n(&s->handle_key[i], handle, __ATOMIC_RELEASE);
+		break;
+	}
+	/* Announced, also when the 8 slots of this attach were taken (then again at its next
+	 * launch: rare with 8192 slots, and never a wrong name). */
+	s->ops.kname(handle, name);
+out:
+	pthread_mutex_unlock(&s->lock);
+}
+
 static void follow(struct inj_state *s, uint32_t domain, uint32_t cbid, uint32_t corr, const char *func_name)
 {
 	mark_sampled(s, corr);
