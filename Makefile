@@ -4,6 +4,7 @@
 #   make test       deps + build + every test; last line "N passed, N failed[, N skipped]"
 #   make demo       deps + build + profile the bundled demo workload and print a report
 #   make bench      deps + build + overhead benchmarks (docs/BENCHMARKS.md)
+#   make gpu-bundle the GPU check, carried to a machine with a GPU (tests/gpu/README.md)
 #   V=1             show full commands
 
 ARCH ?= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
@@ -76,6 +77,7 @@ tools: $(WL_BINS) $(UNIT_BINS) $(UNIT_SAN_BINS)
 -include $(wildcard userspace/inject/Makefile.inc)
 -include $(wildcard tests/browser/Makefile.inc)
 -include $(wildcard tests/workloads/python/Makefile.inc)
+-include $(wildcard tests/gpu/Makefile.inc)
 
 deps:
 	$(Q)if ! dpkg -s $(DEB_PKGS) >/dev/null 2>&1; then \

@@ -34,7 +34,7 @@ void cli__usage_record(FILE *f)
 {
 	fprintf(f, "Usage: gpubpf record [-p PID[,PID...] | -a | -- COMMAND [ARGS...]] [-F HZ] [-d SECONDS]\n"
 		   "                     [-o FILE] [--format pprof|folded|speedscope] [--no-inherit]\n"
-		   "                     [--overhead-budget PCT | --exact] [--no-python] [-v]\n"
+		   "                     [--overhead-budget PCT | --exact] [--no-python] [--no-device-time] [-v]\n"
 		   "\n"
 		   "Samples CPU stacks of the targets and writes one profile when recording ends:\n"
 		   "at Ctrl-C or SIGTERM, when -d expires, or when every target has exited.\n"
@@ -57,6 +57,8 @@ void cli__usage_record(FILE *f)
 		   "                          one \"process;frame;...;leaf COUNT\" line per stack) or\n"
 		   "                          speedscope (its JSON format, one profile per sample type)\n"
 		   "      --no-inherit        do not follow children forked after attach\n"
+		   "      --no-device-time    do not start COMMAND with the injection library (device-side\n"
+		   "                          kernel and copy time; see docs/DEVICE_TIME.md)\n"
 		   "      --no-python         native stacks only: do not read CPython's frames (default:\n"
 		   "                          Python 3.10-3.13 frames replace the interpreter's own)\n"
 		   "      --overhead-budget PCT  keep gpubpf's estimated cost to every target thread under\n"
@@ -147,7 +149,16 @@ static int parse_pids(const char *arg, struct record_opts *o)
 	return err;
 }
 
-enum { OPT_FORMAT = 256, OPT_NO_INHERIT, OPT_BUDGET, OPT_EXACT, OPT_TRACE, OPT_MAX_EVENTS, OPT_NO_PYTHON };
+enum {
+	OPT_FORMAT = 256,
+	OPT_NO_INHERIT,
+	OPT_BUDGET,
+	OPT_EXACT,
+	OPT_TRACE,
+	OPT_MAX_EVENTS,
+	OPT_NO_PYTHON,
+	OPT_NO_DEVICE_TIME
+};
 
 int cli__parse_record(int argc, char **argv, struct record_opts *o)
 {
@@ -166,6 +177,7 @@ int cli__parse_record(int argc, char **argv, struct record_opts *o)
 	    {"trace", no_argument, NULL, OPT_TRACE},
 	    {"max-events", required_argument, NULL, OPT_MAX_EVENTS},
 	    {"no-python", no_argument, NULL, OPT_NO_PYTHON},
+	    {"no-device-time", no_argument, NULL, OPT_NO_DEVICE_TIME},
 	    {NULL, 0, NULL, 0},
 	};
 	int c, modes;
@@ -250,6 +262,9 @@ int cli__parse_record(int argc, char **argv, struct record_opts *o)
 				return -EINVAL;
 			}
 			o->max_events = (size_t)l;
+			break;
+		case OPT_NO_DEVICE_TIME:
+			o->no_device_time = true;
 			break;
 		case OPT_NO_PYTHON:
 			o->python = false;

@@ -29,6 +29,7 @@ struct record_opts {
 	bool trace;	   /* --trace: write a timeline of CUDA calls (Chrome trace JSON) */
 	size_t max_events; /* --max-events: bound of the timeline */
 	bool python;	   /* Python frames (off with --no-python) */
+	bool no_device_time; /* --no-device-time: -- COMMAND without the injection library */
 	bool verbose;	   /* -v */
 	bool help;	   /* --help was asked: print usage, exit 0 */
 	int argc;	   /* the full command line, for the profile's comments */

@@ -454,7 +454,8 @@ int record__main(int argc, char **argv)
 	s.comms_fd = procs__comms_fd(s.procs);
 	if (o.command) {
 		/* The injection library, idle until a session attaches: device time. */
-		cupti__prepare_command();
+		if (!o.no_device_time)
+			cupti__prepare_command();
 		err = procs__spawn(s.procs, o.command);
 		if (err) {
 			pr_err("cannot start %s: %s", o.command[0], strerror(-err));

@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
-"""A small PyTorch training loop on the GPU for tests/gpu/run.sh: per iteration two
-matmuls (nn.Linear -> cuBLAS), a convolution (nn.Conv2d -> cuDNN), elementwise ops
-(ReLU, add, mul), a loss, backward and optimizer.step; torch.cuda.synchronize() at
-the end.
+"""A small PyTorch training loop on the GPU (the GPU check, tests/gpu/gpu_check.py): per
+iteration two matmuls (nn.Linear -> cuBLAS), a convolution (nn.Conv2d -> cuDNN),
+elementwise ops (ReLU, add, mul), a loss, backward (autograd's own thread launches the
+backward kernels) and SGD optimizer.step; torch.cuda.synchronize() at the end.
 
-  train_loop.py [--iters N] [--torch-profile FILE.json]
+  train_loop.py [--iters N] [--seconds S] [--torch-profile FILE.json]
 
-With --torch-profile the same loop runs under torch.profiler and FILE.json gets
-{"iters": N, "kernels": {kernel name: launches}} from its CUDA kernel events.
+--iters N: N iterations (default 20). --seconds S: iterations for S seconds after 20 of
+warm-up, and the rate: "train_loop: steps=N seconds=S steps_per_sec=X".
+--torch-profile FILE: the same loop under torch.profiler; FILE gets
+{"iters": N, "kernels": {name: [launches, total device ns]}} from its CUDA kernel events.
 Prints one line: "train_loop: iters=N ..."."""
 import argparse
 import json
 import sys
+import time
 
 import torch
 import torch.nn as nn
@@ -32,34 +35,60 @@ class Net(nn.Module):
         return self.fc2(x)
 
 
-def loop(iters):
+def setup():
     torch.manual_seed(0)
     dev = torch.device("cuda")
     model = Net().to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     x = torch.randn(64, 3, 16, 16, device=dev)
     y = torch.randint(0, 10, (64,), device=dev)
-    lossf = nn.CrossEntropyLoss()
+    return model, opt, x, y, nn.CrossEntropyLoss()
+
+
+def step(model, opt, x, y, lossf):
+    opt.zero_grad(set_to_none=True)
+    loss = lossf(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def loop(iters):
+    model, opt, x, y, lossf = setup()
     loss = None
     for _ in range(iters):
-        opt.zero_grad(set_to_none=True)
-        loss = lossf(model(x), y)
-        loss.backward()
-        opt.step()
+        loss = step(model, opt, x, y, lossf)
     torch.cuda.synchronize()
     return float(loss)
+
+
+def timed(seconds):
+    model, opt, x, y, lossf = setup()
+    for _ in range(20):
+        step(model, opt, x, y, lossf)
+    torch.cuda.synchronize()
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        step(model, opt, x, y, lossf)
+        n += 1
+    torch.cuda.synchronize()
+    dt = time.perf_counter() - t0
+    print(f"train_loop: steps={n} seconds={dt:.3f} steps_per_sec={n / dt:.1f}", flush=True)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--seconds", type=float)
     ap.add_argument("--torch-profile", metavar="FILE")
     a = ap.parse_args()
     if not torch.cuda.is_available():
         print("train_loop: no CUDA device", file=sys.stderr)
         return 2
-    # Deterministic algorithm choice, the same in both runs.
-    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.benchmark = False  # the same algorithms in every run
+    if a.seconds:
+        timed(a.seconds)
+        return 0
     if a.torch_profile:
         from torch.profiler import ProfilerActivity, profile
 
@@ -71,10 +100,11 @@ def main():
             if dt is None or "CUDA" not in str(dt):
                 continue
             name = ev.name
-            # memcpy/memset activity records are not kernel launches
             if name.startswith("Memcpy") or name.startswith("Memset"):
-                continue
-            kernels[name] = kernels.get(name, 0) + 1
+                continue  # copies, not kernel launches
+            k = kernels.setdefault(name, [0, 0])
+            k[0] += 1
+            k[1] += int(ev.time_range.elapsed_us() * 1000)
         with open(a.torch_profile, "w") as f:
             json.dump({"iters": a.iters, "kernels": kernels}, f, indent=1)
     else:

@@ -1,8 +1,10 @@
 // launch_loop: a tight loop of kernel launches (<<<>>> => cudaLaunchKernel) for
 // benchmarks. Built with -cudart shared.
-//   launch_loop [COUNT] [--seconds S]
+//   launch_loop [COUNT] [--seconds S] [--spin-us U]
 // COUNT defaults to 20000 x GPUBPF_WL_REPEAT; with --seconds S it loops until S
 // seconds have passed (checking the clock every 1000 launches) and ignores COUNT.
+// --spin-us U spins U microseconds after each launch: a launch that costs what a real
+// one does (4-5 us on an H100) where a failing one costs 40 ns.
 // Prints: "launch_loop: launches=N seconds=T launches_per_sec=X".
 // Start-up convention (GPUBPF_WL_WAIT / --wait-stdin): wl_common.c.
 #include <cstdio>
@@ -30,10 +32,23 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static double spin_s;
+
+static void spin(void)
+{
+	double end = now() + spin_s;
+
+	while (now() < end)
+		;
+}
+
 NOINLINE static long launch_n(long n)
 {
-	for (long i = 0; i < n; i++)
+	for (long i = 0; i < n; i++) {
 		loop_kernel<<<1, 1>>>((int)i, nullptr);
+		if (spin_s > 0)
+			spin();
+	}
 	return n;
 }
 
@@ -45,6 +60,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
 			seconds = atof(argv[++i]);
+		else if (strcmp(argv[i], "--spin-us") == 0 && i + 1 < argc)
+			spin_s = atof(argv[++i]) / 1e6;
 		else if (argv[i][0] != '-')
 			count = atol(argv[i]);
 	}
@@ -53,7 +70,7 @@ int main(int argc, char **argv)
 	t0 = now();
 	if (seconds > 0) {
 		while (now() - t0 < seconds)
-			done += launch_n(1000);
+			done += launch_n(spin_s > 0 ? 100 : 1000);
 	} else {
 		done = launch_n(count);
 	}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The GPU check bundle (make gpu-bundle), where there is no GPU: it must say so in one
+# SKIP row and exit 0; and in its self-test (SELFTEST=1: the C workloads and launch_loop,
+# which need no GPU) its rows must be there with the workloads' own counts, read back
+# through the bundle's static gpubpf: the script works before it meets a GPU.
+source "$(dirname "$0")/lib.sh"
+need_root
+B=$BUILD/gpu-bundle
+if [ ! -e "$B/gpu_check.py" ]; then
+	skip all "no $B (make gpu-bundle; built by make test where CUDA is installed)"
+	exit 0
+fi
+size=$(du -sm "$B" | cut -f1)
+if [ "$size" -lt 64 ]; then pass "bundle-under-64MiB:${size}MiB"; else fail "bundle-under-64MiB" "$size MiB"; fi
+for f in gpubpf libgpubpf_inject.so gpu_check.py train_loop.py step_bench.py workloads/launch_loop \
+	workloads/runtime_wl_shared workloads/runtime_wl_static workloads/driver_wl; do
+	[ -e "$B/$f" ] || fail "bundle-has:$f" "missing"
+done
+if file "$B/gpubpf" | grep -q "statically linked"; then pass "bundle-gpubpf-static"; else fail "bundle-gpubpf-static" "$(file "$B/gpubpf")"; fi
+
+OUT=$TMP/skip python3 "$B/gpu_check.py" >"$TMP/skip.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && [ "$(wc -l <"$TMP/skip/results.tsv")" = 1 ] && grep -q "SKIP" "$TMP/skip/results.tsv" &&
+	grep -q "no nvidia-smi\|nvidia-smi -L fails" "$TMP/skip/results.tsv"; then
+	pass "no-gpu-one-skip-row"
+else
+	fail "no-gpu-one-skip-row" "rc=$rc: $(cat "$TMP/skip/results.tsv" 2>/dev/null | tr '\n' ';')"
+fi
+
+OUT=$TMP/self SELFTEST=1 LD_LIBRARY_PATH=$PWD/$BUILD/workloads/cuda/stubs python3 "$B/gpu_check.py" >"$TMP/self.log" 2>&1
+R=$TMP/self/results.tsv
+row() { awk -F'\t' -v w="$1" '$2 == w { print $3 "|" $5 }' "$R"; }
+for wl in runtime_wl_shared runtime_wl_static; do
+	got=$(row "unnamed launches, $wl")
+	[ "$got" = "0 of 180|PASS" ] && pass "selftest:names:$wl" || fail "selftest:names:$wl" "'$got'"
+	# no GPU here: no device time, and the row says how many kernels there were to time
+	got=$(row "device time of a short program, $wl")
+	[ "$got" = "0 of 180 kernels|FAIL" ] && pass "selftest:device-row:$wl" || fail "selftest:device-row:$wl" "'$got'"
+done
+got=$(row "unnamed launches, driver_wl")
+[ "$got" = "0 of 109|PASS" ] && pass "selftest:names:driver_wl" || fail "selftest:names:driver_wl" "'$got'"
+if grep -q "^6	throughput, launch_loop (medians of 1)	alone [0-9]*/s, default [0-9.]*, default+device time [0-9.]*, --exact [0-9.]*	" "$R"; then
+	pass "selftest:throughput-row"
+else
+	fail "selftest:throughput-row" "$(grep throughput "$R")"
+fi
+[ -s "$TMP/self/throughput.txt" ] && [ -s "$TMP/self/table.txt" ] && pass "selftest:files" ||
+	fail "selftest:files" "$(ls "$TMP/self")"
