@@ -18,6 +18,7 @@ struct record_opts {
 	int pids[CLI_MAX_PIDS];
 	int npids;
 	bool all;	    /* -a */
+	bool daemon;	    /* gpubpf agent: runs on when the targets exit */
 	char **command;	    /* argv after --, NULL-terminated, or NULL */
 	int freq;	    /* -F, samples per second per CPU */
 	double duration;    /* -d seconds, 0 = until stopped or targets exit */

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/* The recording engine that `gpubpf record` and `gpubpf agent` share: one session (the
+ * symbolizer, the profile model, the target processes), the tracers (CPU sampling, CUDA
+ * probes, device time, Python frames), the overhead governor with its windows and guard,
+ * and the loop that drives them: a tick about once a second drains the BPF maps into the
+ * model, follows the targets and symbolizes while they live.
+ *
+ * Order of use:
+ *   engine__open_session()  symbolizer, model, process tracking (BPF procs object)
+ *   ...the caller adds targets: a started command (procs__spawn) or pids...
+ *   engine__open_tracers()  Python, CPU, CUDA (calibrated), device time
+ *   ...record: the timeline...
+ *   engine__scan()          probes into the targets' objects
+ *   ...record: releases the started command...
+ *   engine__start()         the clock starts
+ *   engine__step()          until it says stop, or the caller does
+ *   engine__stop()          final drains, holds undone, statistics
+ *   engine__detach()        the tracers go (the targets run on unprofiled)
+ *   engine__close()         everything else */
+#ifndef GPUBPF_ENGINE_H
+#define GPUBPF_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cli.h"
+#include "cpu.h"
+#include "cuda.h"
+#include "governor.h"
+#include "session.h"
+#include "status.h"
+
+struct cupti_tracer;
+
+struct guard {
+	uint64_t hits[CG__COUNT];
+	double t;
+};
+
+struct engine {
+	struct session s;
+	struct cpu_sampler *cpu;
+	struct cuda_tracer *cuda;
+	struct cupti_tracer *cupti;
+	struct governor gov;
+	bool windowed; /* hot CUDA groups in windows (else every probe attached) */
+	double off_at[GOV_MAX_GROUPS], next_window, period;
+	struct guard guard;
+	double start, next_tick, elapsed;
+	struct status status;
+	char desc[128];
+	/* called at the end of each tick, after the drains and symbolization (the agent cuts
+	 * its intervals there); 0 or a negative errno, which stops the engine */
+	int (*on_tick)(void *ctx, double now);
+	void *on_tick_ctx;
+	/* filled by engine__stop() */
+	struct cpu_stats st;
+	struct cuda_stats cs;
+};
+
+enum engine_state {
+	ENGINE_RUNNING = 0,
+	ENGINE_EXITED = 1,   /* every root target exited */
+	ENGINE_DURATION = 2, /* -d expired */
+};
+
+/* Seconds of CLOCK_MONOTONIC; nanoseconds of CLOCK_REALTIME. */
+double engine__now(void);
+int64_t engine__wall_ns(void);
+
+/* The symbolizer, the model with its sample types, and process tracking. 0 or a negative
+ * errno (said on stderr). O must outlive the engine. */
+int engine__open_session(struct engine *e, const struct record_opts *o);
+
+/* The model's sample types (the same ones in the same order each time): a fresh model
+ * for the next interval (the agent) reuses the indices the tracers know. */
+int engine__setup_profile(struct session *s);
+
+/* Python frames, CPU sampling, the CUDA probes (calibrated, the governor planned), device
+ * time. 0 or a negative errno (said). */
+int engine__open_tracers(struct engine *e);
+
+/* Probes into the objects the targets map now (later ones at each tick and load). */
+void engine__scan(struct engine *e);
+
+/* The recording begins now (DESC names the targets for the status line). */
+void engine__start(struct engine *e, const char *desc);
+
+/* One turn of the loop: windows, the guard, lifecycle events for up to the next due
+ * moment (a signal cuts the wait short), and the tick when due. Returns an enum
+ * engine_state, or a negative errno (said). */
+int engine__step(struct engine *e);
+
+/* The end: lifecycle events handled, holds undone, the last drains, statistics in
+ * e->st and e->cs. 0 or a negative errno (said). */
+int engine__stop(struct engine *e);
+
+/* Detach every tracer: the targets run on unprofiled. */
+void engine__detach(struct engine *e);
+
+/* Free everything (accepts a partly opened engine). */
+void engine__close(struct engine *e);
+
+/* "launches 2.1%, copies 100%, ..." of the windowed groups. */
+void engine__duty_text(const struct governor *gv, char *buf, size_t len);
+
+#endif /* GPUBPF_ENGINE_H */
