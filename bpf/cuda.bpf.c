@@ -69,7 +69,7 @@ struct pending {
 	__u64 bytes;
 	__u64 stream;
 	__u32 dir;
-	__u32 pad;
+	__u32 window; /* the call's window: the one open at its entry */
 };
 
 /* --trace: every traced call with its entry time and duration. Sized by userspace. */
@@ -96,19 +96,44 @@ struct {
 
 /* Entry hits on targets per probe group, read by userspace's overhead guard through the
  * mmapped .bss. guard_at[g] is the count past which group g costs more than the plan
- * allowed it until the guard's next look: the hit that reaches it (while armed) wakes
- * gpubpf at once instead of at that look. */
+ * allowed it until the guard's next look: the hit that reaches it (while armed) wakes the
+ * window thread (guard_events) at once instead of at that look. */
 __u64 group_hits[CUDA_GROUPS_MAX] = {};
 volatile __u64 guard_at[CUDA_GROUPS_MAX] = {};
 volatile __u32 guard_armed[CUDA_GROUPS_MAX] = {};
-/* The first hit of each group since userspace zeroed it (when a window opened): a rate
- * is measured from there, not from a window start that caught the job still idle. */
-volatile __u64 first_hit_ns[CUDA_GROUPS_MAX] = {};
+/* What the probes cost where the job runs: per group, return hits and the time of every
+ * hit (the program's own run time, measured here, plus trap_ns, the trap around it that
+ * only a calibration can measure: entry, return). */
+__u64 group_ret_hits[CUDA_GROUPS_MAX] = {};
+/* Calls with a return probe between entry and return, per group: a window's group stays
+ * attached for their returns. */
+__s64 group_pending[CUDA_GROUPS_MAX] = {};
+__u64 group_cost_ns[CUDA_GROUPS_MAX] = {};
+volatile __u64 trap_ns[2] = {};
+/* The sampling window each group's calls belong to (0: not windowed; CUDA_WINDOW_CLOSED:
+ * between windows, when probes attached early or not yet detached count nothing): calls
+ * carry it in their key, threads' costs in tstates. Userspace opens and closes a window
+ * by writing it, so a window lasts exactly from one write to the next. */
+volatile __u32 window_id[CUDA_GROUPS_MAX] = {};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} guard_events SEC(".maps");
+
+/* Per thread and windowed group: its hits and their cost in the current window. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct cuda_tkey);
+	__type(value, struct cuda_tstate);
+} tstates SEC(".maps");
 
 /* Counted calls whose aggregation entry could not be created, and lost name events. */
 __u64 dropped_calls = 0;
 __u64 lost_events = 0;
 __u64 calib_hits = 0;
+__u64 calib_ns = 0; /* the calibration hits' own run time */
 
 /* Runtime errors that only say "no GPU or driver here" (cudaErrorInsufficientDriver,
  * cudaErrorNoDevice, CUDA_ERROR_STUB_LIBRARY, CUDA_ERROR_NO_DEVICE): the call is still the
@@ -194,8 +219,80 @@ static __always_inline void emit_event(__u32 type, __u32 tgid, __u64 handle, __u
 		__sync_fetch_and_add(&lost_events, 1);
 }
 
+static __always_inline __u64 task_nvcsw(void)
+{
+	void *task = (void *)bpf_get_current_task();
+	__u64 n = 0;
+
+	if (task_off.nvcsw)
+		bpf_probe_read_kernel(&n, sizeof(n), task + task_off.nvcsw);
+	return n;
+}
+
+/* This hit of group G by thread TID began at START: add its cost (the program's run time
+ * so far and the trap around it) to the group and, in a window, to the thread. A counted
+ * call (not a nested one) after the thread slept starts a new run: the delay the probes
+ * caused before the sleep was made up for by it. */
+static __always_inline void charge(__u32 tgid, __u32 tid, __u32 g, __u64 start, bool ret, bool counted)
+{
+	struct cuda_tkey k = {.tid = tid, .group = g};
+	struct cuda_tstate *st, init = {};
+	__u32 win = window_id[g];
+	__u64 now = bpf_ktime_get_ns(), cost = now - start + trap_ns[ret ? 1 : 0], nv;
+
+	__sync_fetch_and_add(&group_cost_ns[g], cost);
+	if (!win || win == CUDA_WINDOW_CLOSED)
+		return;
+	st = bpf_map_lookup_elem(&tstates, &k);
+	if (!st || st->window != win) {
+		init.window = win;
+		init.tgid = tgid;
+		init.nvcsw = task_nvcsw();
+		init.run_start_ns = start;
+		bpf_map_update_elem(&tstates, &k, &init, BPF_ANY);
+		st = bpf_map_lookup_elem(&tstates, &k);
+		if (!st)
+			return;
+	}
+	st->hits += !ret;
+	st->cost_ns += cost;
+	if (counted && !ret) {
+		nv = task_nvcsw();
+		if (nv != st->nvcsw || !st->run_calls) {
+			st->nvcsw = nv;
+			st->run_calls = 0;
+			st->backlog_ns = 0;
+			st->run_start_ns = start;
+		}
+		st->calls++;
+		st->run_calls++;
+		st->last_ns = start;
+		st->last_cost_ns = cost;
+	}
+	st->backlog_ns += cost;
+}
+
+/* A wait on the device of WAIT ns by TID: the probes' delay of its windowed groups is
+ * made up for, up to that long (a device that was behind had the time anyway). */
+static __always_inline void absorb(__u32 tid, __u64 wait)
+{
+#pragma unroll
+	for (__u32 g = 0; g < 2; g++) {
+		struct cuda_tkey k = {.tid = tid, .group = g};
+		struct cuda_tstate *st = bpf_map_lookup_elem(&tstates, &k);
+
+		if (!st || st->window != window_id[g])
+			continue;
+		if (wait >= st->backlog_ns)
+			st->run_calls = 0; /* the next call starts a new run */
+		else
+			st->backlog_ns -= wait;
+	}
+}
+
 static __always_inline int enter(struct pt_regs *ctx)
 {
+	__u64 start = bpf_ktime_get_ns();
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), cookie = bpf_get_attach_cookie(ctx);
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	__u32 cls = CUDA_COOKIE_CLASS(cookie), async = CUDA_COOKIE_ASYNC(cookie);
@@ -204,29 +301,32 @@ static __always_inline int enter(struct pt_regs *ctx)
 	struct pending pend = {};
 	__u64 bytes = 0;
 
+	__u32 g = CUDA_COOKIE_GROUP(cookie) & (CUDA_GROUPS_MAX - 1);
+
 	if (cls == CC_CALIBRATE) {
 		/* The work of a counted call (stack capture, map update), on gpubpf itself. */
 		key.ustack = capture_ustack(ctx, buf_active & 1);
-		if (!bpf_map_lookup_elem(&rt_frames, &tid))
+		if (!bpf_map_lookup_elem(&rt_frames, &tid)) {
 			__sync_fetch_and_add(&calib_hits, 1);
+			__sync_fetch_and_add(&calib_ns, bpf_ktime_get_ns() - start);
+		}
 		return 0;
 	}
 	if (!is_target(tgid))
 		return 0;
-	{
-		__u32 g = CUDA_COOKIE_GROUP(cookie) & (CUDA_GROUPS_MAX - 1);
+	__sync_fetch_and_add(&group_hits[g], 1);
+	/* Two CPUs may both see it: a second wake-up is harmless. */
+	if (guard_armed[g] && group_hits[g] >= guard_at[g]) {
+		struct cuda_guard_event ge = {.group = g, .tgid = tgid};
 
-		__sync_fetch_and_add(&group_hits[g], 1);
-		if (!first_hit_ns[g])
-			first_hit_ns[g] = bpf_ktime_get_ns();
-		/* Two CPUs may both see it: a second wake-up is harmless. */
-		if (guard_armed[g] && group_hits[g] >= guard_at[g]) {
-			guard_armed[g] = 0;
-			emit_event(CUDA_EV_GUARD, tgid, g, 0, NULL);
-		}
+		guard_armed[g] = 0;
+		bpf_ringbuf_output(&guard_events, &ge, sizeof(ge), 0);
 	}
-	if (nested_call(ctx, tid, CUDA_COOKIE_RUNTIME(cookie)))
+	key.window = window_id[g];
+	if (key.window == CUDA_WINDOW_CLOSED || nested_call(ctx, tid, CUDA_COOKIE_RUNTIME(cookie))) {
+		charge(tgid, tid, g, start, false, false);
 		return 0;
+	}
 
 	key.tgid = tgid;
 	key.tid = tid;
@@ -323,7 +423,10 @@ static __always_inline int enter(struct pt_regs *ctx)
 		pend.bytes = cls == CC_ALLOC ? pend.arg : 0;
 		pend.name = PT_REGS_PARM3(ctx);
 		pend.caller = key.caller;
-		bpf_map_update_elem(&pendings, &tid, &pend, BPF_ANY);
+		pend.window = key.window;
+		if (!bpf_map_update_elem(&pendings, &tid, &pend, BPF_ANY))
+			__sync_fetch_and_add(&group_pending[g], 1);
+		charge(tgid, tid, g, start, false, true);
 		return 0;
 	default:
 		return 0;
@@ -342,6 +445,7 @@ static __always_inline int enter(struct pt_regs *ctx)
 		pend.dir = key.dir;
 		bpf_map_update_elem(&pendings, &tid, &pend, BPF_ANY);
 	}
+	charge(tgid, tid, g, start, false, true);
 	return 0;
 }
 
@@ -367,8 +471,9 @@ static __always_inline void emit_call(const struct pending *pend, __u32 tgid, __
 
 static __always_inline int leave(struct pt_regs *ctx)
 {
+	__u64 start = bpf_ktime_get_ns();
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), cookie = bpf_get_attach_cookie(ctx);
-	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid, g = CUDA_COOKIE_GROUP(cookie) & (CUDA_GROUPS_MAX - 1);
 	struct cuda_key key = {};
 	struct pending *pend;
 	__u64 handle = 0, now;
@@ -376,11 +481,19 @@ static __always_inline int leave(struct pt_regs *ctx)
 
 	if (!is_target(tgid))
 		return 0;
+	__sync_fetch_and_add(&group_ret_hits[g], 1);
 	pend = bpf_map_lookup_elem(&pendings, &tid);
 	/* Not ours: a nested call whose entry was skipped, or a pending record of another function. */
-	if (!pend || pend->cookie != cookie)
+	if (!pend || pend->cookie != cookie) {
+		charge(tgid, tid, g, start, true, false);
 		return 0;
+	}
 	now = bpf_ktime_get_ns();
+	/* A call belongs to the window open at its entry (one that waited long on the device
+	 * still counts there), which userspace keeps attached for its return. */
+	key.window = pend->window;
+	if (CUDA_COOKIE_CLASS(cookie) >= CC_SYNC && CUDA_COOKIE_CLASS(cookie) != CC_FREE)
+		__sync_fetch_and_sub(&group_pending[g], 1);
 
 	key.tgid = tgid;
 	key.tid = tid;
@@ -393,6 +506,7 @@ static __always_inline int leave(struct pt_regs *ctx)
 		key.pystack = python_capture(ctx, tgid, tid);
 		key.names = record_comm(tgid, tid);
 		account(&key, 0, now - pend->ts);
+		absorb(tid, now - pend->ts);
 		break;
 	case CC_ALLOC: {
 		struct cuda_alloc_key ak = {.tgid = tgid};
@@ -438,6 +552,7 @@ static __always_inline int leave(struct pt_regs *ctx)
 	if (trace_calls && CUDA_COOKIE_CLASS(cookie) < CC_NAME_MODULE)
 		emit_call(pend, tgid, tid, now);
 	bpf_map_delete_elem(&pendings, &tid);
+	charge(tgid, tid, g, start, true, false);
 	return 0;
 }
 

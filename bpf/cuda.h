@@ -65,8 +65,10 @@ struct cuda_key {
 	__s32 pystack; /* Python frames: id in py_stacks (bpf/python.bpf.h), or -1 */
 	__u32 names;   /* the thread's names at the call (struct comm_key); every byte of the
 			* key is set: it is hashed bytewise */
-	__u64 caller;  /* [rsp] at an entry probe: the direct caller the frame walk misses; 0 at return probes */
-	__u64 object;  /* launches: the function pointer, cudaKernel_t or CUfunction */
+	__u32 window;  /* the sampling window of the call's group (window_id), 0: not windowed */
+	__u32 pad;
+	__u64 caller; /* [rsp] at an entry probe: the direct caller the frame walk misses; 0 at return probes */
+	__u64 object; /* launches: the function pointer, cudaKernel_t or CUfunction */
 	__u64 stream;
 };
 
@@ -86,6 +88,39 @@ struct cuda_alloc_key {
 struct cuda_alloc_val {
 	__u64 size;
 	struct cuda_key key;
+};
+
+/* What the probes of one group cost one thread during one sampling window (the overhead
+ * budget's estimates, userspace/estimate.h): read when the window closes. A thread that
+ * calls again at once after a probe hit is delayed by it; one that slept or waited on the
+ * device in between made up for it. */
+struct cuda_tkey {
+	__u32 tid;
+	__u32 group;
+};
+
+struct cuda_tstate {
+	__u32 window;	 /* the window these numbers are of */
+	__u32 hits;	 /* entry hits in the window (nested ones too: each costs a trap) */
+	__u32 calls;	 /* calls counted (not nested) */
+	__u32 run_calls; /* ... since the thread last slept or waited on the device */
+	__u64 tgid;
+	__u64 nvcsw;	    /* its voluntary context switches at the last hit */
+	__u64 run_start_ns; /* entry of the first counted call since then */
+	__u64 last_ns;	    /* entry of the last counted call */
+	__u64 backlog_ns;   /* probe time since then: the delay not made up for yet */
+	__u64 last_cost_ns; /* the last hit's probe time */
+	__u64 cost_ns;	    /* probe time in the window, traps included */
+};
+
+/* window_id of a windowed group between its windows: probes may be attached (a window is
+ * about to open, or has just closed) but calls count nowhere. */
+#define CUDA_WINDOW_CLOSED 0xffffffffu
+
+/* A guard wake-up (guard_events): group `group` reached its guard_at count. */
+struct cuda_guard_event {
+	__u32 group;
+	__u32 tgid;
 };
 
 enum cuda_event_type {

@@ -48,7 +48,7 @@ struct task_offsets {
 	__u32 group_leader;
 	__u32 comm;
 	__u32 fsbase; /* thread.fsbase (x86-64) */
-	__u32 pad;
+	__u32 nvcsw;  /* voluntary context switches: a thread that slept (0: unknown) */
 };
 
 /* Value of the targets map: why a process is traced. */

@@ -20,9 +20,9 @@
 #include "cuda.h"
 #include "cuda.skel.h"
 #include "cuda_api.h"
+#include "cuda_int.h"
 #include "demangle.h"
 #include "elfsym.h"
-#include "governor.h"
 #include "hmap.h"
 #include "links.h"
 #include "log.h"
@@ -32,190 +32,12 @@
 #include "stacks.h"
 #include "trace.h"
 #include "umulti.h"
+#include "windows.h"
 
 #define MAX_SCAN_PIDS 4096
 
-struct cuda_tracer {
-	struct session *s;
-	struct cuda_bpf *skel;
-	struct linkset links; /* single uprobes (kernels without uprobe_multi) */
-	bool multi;	      /* uprobe_multi links per object and group, rather than single uprobes */
-	struct cobj **objs;
-	size_t nobjs, capobjs;
-	bool group_on[CG__COUNT];	    /* groups currently attached */
-	double on_since[CG__COUNT];	    /* when an attached group was attached */
-	double attached_s[CG__COUNT];	    /* attached seconds since the last drain */
-	double busy_s[CG__COUNT];	    /* ... of them from each window's first hit on */
-	_Atomic int64_t late_ns[CG__COUNT]; /* attached while closes were pending (close threads) */
-	bool guard_woken;		    /* a CUDA_EV_GUARD came */
-	double last_drain;
-	struct governor *gov;	 /* rates are reported here */
-	bool scaled;		 /* windowed: scale counts by attached time */
-	double scale[CG__COUNT]; /* this drain's estimate factor per group */
-	struct hmap tidhits;	 /* (tid, group) -> hits in this drain */
-	bool trace;		 /* --trace: every call timed into `timeline` */
-	struct trace *timeline;
-	uint64_t trace_dropped; /* events past --max-events */
-	size_t trace_calls;	/* calls in the timeline (device events go in too: cupti.c) */
-	int probes;
-	struct hmap scanned;	  /* (attach pid or 0, dev, inode) -> 1 */
-	struct hmap scanned_pids; /* (pid, 0, 4) -> last full scan, CLOCK_MONOTONIC ms */
-	struct hmap names;	  /* (tgid, handle, 0) -> char * name (driver functions, kernels) */
-	struct hmap kfuncs;	  /* (tgid, CUfunction, 1) -> CUkernel */
-	struct hmap rtkernels;	  /* (tgid, cudaKernel_t, 2) -> host stub address */
-	struct hmap plain;	  /* (dev, inode, 5) -> 1: objects without CUDA entry points */
-	bool warned_attach;	  /* a failure to attach was said once without -v */
-	int objects;
-	uint64_t calls;
-};
-
-/* A probed object of one process (or of all, under -a): its entry points by group, and
- * the uprobe_multi links of the groups attached now. The fd stays open so a group can be
- * attached again through /proc/self/fd at the next window. */
-struct cobj {
-	int pid;
-	int fd;
-	char path[32];
-	uint32_t cnt[CG__COUNT][2];
-	uint64_t *offs[CG__COUNT][2];
-	uint64_t *cookies[CG__COUNT][2];
-	int link[CG__COUNT][2]; /* -1: detached */
-};
-
 static void on_change(void *ctx, int pid);
 static void on_exit_pid(void *ctx, int pid);
-
-static double mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* Closing a uprobe link waits for a grace period (~80 ms here): close detached windows'
- * links on a thread of their own so the window schedule holds. */
-struct close_batch {
-	_Atomic int64_t *late_ns; /* where to add how long after `decided` the close began */
-	double decided;
-	size_t n;
-	int fds[];
-};
-
-static void *close_fds(void *arg)
-{
-	struct close_batch *b = arg;
-
-	/* The probes fire until close() unregisters them: a loaded machine can start this
-	 * thread late, and that time was attached too (else estimates overshoot). */
-	if (b->late_ns) {
-		double late = mono_now() - b->decided;
-
-		if (late > 0)
-			atomic_fetch_add(b->late_ns, (int64_t)(late * 1e9));
-	}
-	for (size_t i = 0; i < b->n; i++)
-		close(b->fds[i]);
-	free(b);
-	return NULL;
-}
-
-static void close_async(struct close_batch *b)
-{
-	pthread_attr_t a;
-	pthread_t t;
-
-	if (!b || !b->n) {
-		free(b);
-		return;
-	}
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&t, &a, close_fds, b) != 0)
-		close_fds(b);
-	pthread_attr_destroy(&a);
-}
-
-static int group_attach(struct cuda_tracer *c, struct cobj *o, int g)
-{
-	for (int ret = 0; ret <= 1; ret++) {
-		int fd;
-
-		if (!o->cnt[g][ret] || o->link[g][ret] >= 0)
-			continue;
-		fd = umulti__attach(
-		    bpf_program__fd(ret ? c->skel->progs.cuda_exit_multi : c->skel->progs.cuda_enter_multi), o->path,
-		    o->offs[g][ret], o->cookies[g][ret], o->cnt[g][ret], ret, o->pid);
-		if (fd < 0)
-			return fd;
-		o->link[g][ret] = fd;
-	}
-	return 0;
-}
-
-/* A stretch of attached time begins (a window opens, or a drain cut it). */
-static void segment_start(struct cuda_tracer *c, int g, double t)
-{
-	c->on_since[g] = t;
-	c->skel->bss->first_hit_ns[g] = 0;
-}
-
-/* ... and ends: attached time, and the part of it from the first hit on, which the rate
- * is measured over (a window that opened before a phase began does not dilute it). */
-static void segment_end(struct cuda_tracer *c, int g, double t)
-{
-	double seg = t - c->on_since[g], lead = seg;
-	uint64_t first = c->skel->bss->first_hit_ns[g];
-
-	if (first)
-		lead = (double)first / 1e9 - c->on_since[g];
-	lead = lead < 0 ? 0 : lead > seg ? seg : lead;
-	c->attached_s[g] += seg;
-	c->busy_s[g] += seg - lead;
-}
-
-void cuda__set_group(struct cuda_tracer *c, int g, bool on)
-{
-	struct close_batch *b = NULL;
-	double now = mono_now();
-
-	if (!c->multi || g < 0 || g >= CG__COUNT || c->group_on[g] == on)
-		return;
-	if (on) {
-		for (size_t i = 0; i < c->nobjs; i++) {
-			int err = group_attach(c, c->objs[i], g);
-
-			if (err)
-				pr_debug("cannot attach %s probes to pid %d: %s", cuda_group_names[g], c->objs[i]->pid,
-					 strerror(-err));
-		}
-		/* The window opens when the probes are in, not when we began putting them in. */
-		segment_start(c, g, mono_now());
-	} else {
-		b = malloc(sizeof(*b) + sizeof(int) * 2 * c->nobjs);
-		if (b) {
-			b->n = 0;
-			b->late_ns = &c->late_ns[g];
-			b->decided = now;
-		}
-		for (size_t i = 0; i < c->nobjs; i++) {
-			for (int ret = 0; ret <= 1; ret++) {
-				int fd = c->objs[i]->link[g][ret];
-
-				if (fd < 0)
-					continue;
-				c->objs[i]->link[g][ret] = -1;
-				if (b)
-					b->fds[b->n++] = fd;
-				else
-					close(fd);
-			}
-		}
-		close_async(b);
-		segment_end(c, g, now);
-	}
-	c->group_on[g] = on;
-}
 
 bool cuda__windowed(const struct cuda_tracer *c)
 {
@@ -285,9 +107,6 @@ static int on_event(void *ctx, void *data, size_t len)
 		return hmap__put(&c->kfuncs, e->tgid, e->handle, 1, e->other);
 	case CUDA_EV_RT_KERNEL:
 		return hmap__put(&c->rtkernels, e->tgid, e->handle, 2, e->other);
-	case CUDA_EV_GUARD:
-		c->guard_woken = true;
-		return 0;
 	}
 	return 0;
 }
@@ -333,6 +152,7 @@ struct cuda_tracer *cuda__new(struct session *s, int targets_fd, int comms_fd)
 	if (!c)
 		return NULL;
 	c->s = s;
+	pthread_mutex_init(&c->lock, NULL);
 	c->skel = cuda_bpf__open();
 	if (!c->skel) {
 		err = -errno;
@@ -380,12 +200,8 @@ struct cuda_tracer *cuda__new(struct session *s, int targets_fd, int comms_fd)
 			goto fail;
 		}
 	}
-	c->last_drain = mono_now();
-	for (int g = 0; g < CG__COUNT; g++) {
+	for (int g = 0; g < CG__COUNT; g++)
 		c->group_on[g] = true;
-		c->on_since[g] = c->last_drain;
-		c->scale[g] = 1;
-	}
 	err = procs__add_ringbuf(s->procs, bpf_map__fd(c->skel->maps.cuda_events), on_event, c);
 	if (err) {
 		pr_err("cannot poll the CUDA event ring buffer: %s", strerror(-err));
@@ -419,9 +235,10 @@ void cuda__free(struct cuda_tracer *c)
 	hmap__clear(&c->scanned);
 	hmap__clear(&c->scanned_pids);
 	hmap__clear(&c->plain);
-	hmap__clear(&c->tidhits);
+	free(c->staged);
 	cuda_bpf__destroy(c->skel);
 	trace__free(c->timeline);
+	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
 
@@ -479,11 +296,14 @@ static int attach_multi(struct cuda_tracer *c, int pid, int fd, const struct elf
 			attached++;
 		}
 	}
+	/* The window thread attaches and detaches groups in every object: */
+	pthread_mutex_lock(&c->lock);
 	if (c->nobjs == c->capobjs) {
 		size_t ncap = c->capobjs ? c->capobjs * 2 : 16;
 		struct cobj **nv = realloc(c->objs, ncap * sizeof(*nv));
 
 		if (!nv) {
+			pthread_mutex_unlock(&c->lock);
 			cobj_free(o);
 			return -ENOMEM;
 		}
@@ -492,11 +312,12 @@ static int attach_multi(struct cuda_tracer *c, int pid, int fd, const struct elf
 	}
 	c->objs[c->nobjs++] = o;
 	for (int g = 0; g < CG__COUNT; g++) {
-		int err = c->group_on[g] ? group_attach(c, o, g) : 0;
+		int err = c->group_on[g] ? cuda_group_attach(c, o, g) : 0;
 
 		if (err)
 			attach_failed(c, pid, cuda_group_names[g], err);
 	}
+	pthread_mutex_unlock(&c->lock);
 	return attached;
 }
 
@@ -615,8 +436,9 @@ static void on_exit_pid(void *ctx, int pid)
 	b = malloc(sizeof(*b) + sizeof(int) * nfds);
 	if (b) {
 		b->n = 0;
-		b->late_ns = NULL;
+		b->began = NULL;
 	}
+	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < c->nobjs; i++) {
 		struct cobj *o = c->objs[i];
 
@@ -633,7 +455,8 @@ static void on_exit_pid(void *ctx, int pid)
 		cobj_free(o);
 	}
 	c->nobjs = keep;
-	close_async(b);
+	pthread_mutex_unlock(&c->lock);
+	cuda_close_async(b);
 }
 
 /* Loads, execs and forks rescan a process at once (procs' change callbacks); this pass
@@ -646,7 +469,7 @@ int cuda__scan(struct cuda_tracer *c)
 {
 	static int pids[MAX_SCAN_PIDS];
 	int n = procs__live_pids(c->s->procs, pids, MAX_SCAN_PIDS);
-	uint64_t now = (uint64_t)(mono_now() * 1000), last;
+	uint64_t now = (uint64_t)(cuda_mono_now() * 1000), last;
 
 	for (int i = 0; i < n; i++) {
 		if (hmap__get(&c->scanned_pids, (uint64_t)pids[i], 0, 4, &last) && now - last < RESCAN_MS)
@@ -770,27 +593,17 @@ static void kernel_frame(struct cuda_tracer *c, const struct cuda_key *k, const 
 	f->name = buf;
 }
 
-static int add_cuda_sample(struct cuda_tracer *c, const struct cuda_key *k, const struct cuda_val *v, int stacks_fd,
-			   int64_t inuse)
+/* The user stack of a drained call, its first frame made the caller's call site. */
+static int read_ips(struct cuda_tracer *c, const struct cuda_key *k, int stacks_fd, uint64_t *ips, int *trunc)
 {
-	struct session *s = c->s;
-	const struct cuda_api *a;
-	struct prof_frame leaf[2];
-	struct prof_label extra[1];
-	uint64_t ips[STACKS_MAX_DEPTH];
-	char kbuf[64], sbuf[32], *owned = NULL;
-	int nleaf = 0, nextra = 0, n, trunc, err;
+	int n = stacks__read(stacks_fd, k->ustack, ips, trunc);
 
-	if (k->api >= (uint32_t)cuda_num_apis)
-		return 0;
-	a = &cuda_apis[k->api];
 	/* Entry probes: ips[0] is the function's own entry, and a frame-pointer walk from a
 	 * function's first instruction skips its direct caller: [rsp] (k->caller) takes
 	 * ips[0]'s place. Return probes: ips[0] already is the return address in the caller.
 	 * Either way ips[0] is a return address: move it back into the call instruction
 	 * (session__add_stack_sample does that for the deeper frames). */
-	n = stacks__read(stacks_fd, k->ustack, ips, &trunc);
-	s->truncated_stacks += (uint64_t)trunc;
+	(void)c;
 	if (k->caller) {
 		/* Kernels since ~6.15 fix up the walk at a function entry themselves: then
 		 * ips[1] already is the caller, and only the entry frame goes. */
@@ -805,6 +618,24 @@ static int add_cuda_sample(struct cuda_tracer *c, const struct cuda_key *k, cons
 	}
 	if (n > 0)
 		ips[0] -= 1;
+	return n;
+}
+
+/* One drained entry into the profile; its counts and sums count SCALE each (the window's
+ * weight, for windowed groups). */
+static int add_cuda_sample(struct cuda_tracer *c, const struct cuda_key *k, const struct cuda_val *v, uint64_t *ips,
+			   int n, int64_t inuse, double scale)
+{
+	struct session *s = c->s;
+	const struct cuda_api *a;
+	struct prof_frame leaf[2];
+	struct prof_label extra[1];
+	char kbuf[64], sbuf[32], *owned = NULL;
+	int nleaf = 0, nextra = 0, err;
+
+	if (k->api >= (uint32_t)cuda_num_apis)
+		return 0;
+	a = &cuda_apis[k->api];
 	SESSION_VALUES(values);
 	values[s->t_cuda_calls] = inuse ? 0 : (int64_t)v->calls;
 	switch (a->group) {
@@ -826,16 +657,10 @@ static int add_cuda_sample(struct cuda_tracer *c, const struct cuda_key *k, cons
 			values[s->t_gpu_alloc] = (int64_t)v->bytes;
 		break;
 	}
-	/* Windowed groups saw part of the time: scale to an estimate of all of it. */
-	if (!inuse && c->scale[a->group] != 1) {
+	/* Windowed groups saw part of the time: each call stands for 1/p of them. */
+	if (!inuse && scale != 1) {
 		for (int t = 0; t < profile__num_types(s->prof); t++)
-			values[t] = llround((double)values[t] * c->scale[a->group]);
-	}
-	if (!inuse) {
-		uint64_t h = 0;
-
-		hmap__get(&c->tidhits, k->tid, a->group, 3, &h);
-		hmap__put(&c->tidhits, k->tid, a->group, 3, h + v->calls);
+			values[t] = llround((double)values[t] * scale);
 	}
 	/* The API function itself, under the GPU-side effect. */
 	leaf[nleaf++] = (struct prof_frame){.kind = PROF_FRAME_SYNTH, .name = a->name};
@@ -850,219 +675,108 @@ static int add_cuda_sample(struct cuda_tracer *c, const struct cuda_key *k, cons
 	return err;
 }
 
-static int drain_buffer(struct cuda_tracer *c, unsigned buf)
+/* A drained call with its stack: into the profile at its window's weight, or kept until
+ * its window's books are closed (FINAL: no more waiting). 1 when kept. */
+static int settle_call(struct cuda_tracer *c, const struct cuda_key *k, const struct cuda_val *v, uint64_t *ips, int n,
+		       int trunc, bool final)
+{
+	double w = 1, f = 1, values[3] = {(double)v->calls, 0, 0};
+	int r = 1;
+
+	if (k->window && c->win) {
+		r = windows__weight(c->win, k->window, k->tid, &w, &f);
+		if (r == 0 && !final) {
+			struct cuda_staged *st;
+
+			if (c->nstaged == c->capstaged) {
+				size_t cap = c->capstaged ? 2 * c->capstaged : 64;
+				struct cuda_staged *ns = realloc(c->staged, cap * sizeof(*ns));
+
+				if (!ns)
+					return -ENOMEM;
+				c->staged = ns;
+				c->capstaged = cap;
+			}
+			st = &c->staged[c->nstaged++];
+			st->key = *k;
+			st->val = *v;
+			st->n = n;
+			st->trunc = trunc;
+			memcpy(st->ips, ips, (size_t)n * sizeof(ips[0]));
+			return 1;
+		}
+		values[1] = cuda_apis[k->api].group == CG_SYNC ? (double)v->wait_ns : (double)v->bytes;
+		windows__add(c->win, k->window, (double)v->calls, values, w, f);
+	}
+	c->s->truncated_stacks += (uint64_t)trunc;
+	c->calls += v->calls;
+	return add_cuda_sample(c, k, v, ips, n, 0, w * f);
+}
+
+/* The calls kept at earlier drains whose windows' books are closed now. */
+static int settle_staged(struct cuda_tracer *c, bool final)
+{
+	size_t n = c->nstaged;
+	int err = 0;
+
+	/* settle_call appends what must still wait: at most one entry for each one taken,
+	 * so always into a slot already read (each is copied out first) */
+	c->nstaged = 0;
+	for (size_t i = 0; i < n && !err; i++) {
+		struct cuda_staged st = c->staged[i];
+		int r = settle_call(c, &st.key, &st.val, st.ips, st.n, st.trunc, final);
+
+		if (r < 0)
+			err = r;
+	}
+	return err;
+}
+
+static int drain_buffer(struct cuda_tracer *c, unsigned buf, bool final)
 {
 	int counts_fd = bpf_map__fd(buf ? c->skel->maps.ccounts1 : c->skel->maps.ccounts0);
 	int stacks_fd = bpf_map__fd(buf ? c->skel->maps.stacks1 : c->skel->maps.stacks0);
 	int alloc_fd = bpf_map__fd(c->skel->maps.alloc_stacks);
 	struct cuda_key key, next, *prev = NULL;
+	uint64_t ips[STACKS_MAX_DEPTH];
 	struct cuda_val val;
 	int err = 0;
 
 	while (bpf_map_get_next_key(counts_fd, prev, &next) == 0) {
+		int n, trunc = 0;
+
 		key = next;
 		prev = &key;
 		if (bpf_map_lookup_elem(counts_fd, &key, &val) || !val.calls)
 			continue;
 		if (c->s->opts->all)
 			procs__note_pid(c->s->procs, (int)key.tgid);
-		err = add_cuda_sample(c, &key, &val, key.flags & CUDA_KEY_ALLOC_STACK ? alloc_fd : stacks_fd, 0);
-		if (err)
+		n = read_ips(c, &key, key.flags & CUDA_KEY_ALLOC_STACK ? alloc_fd : stacks_fd, ips, &trunc);
+		err = settle_call(c, &key, &val, ips, n, trunc, final);
+		if (err < 0)
 			break;
-		c->calls += val.calls;
+		err = 0;
 	}
 	stacks__clear(counts_fd, sizeof(struct cuda_key));
 	stacks__clear(stacks_fd, sizeof(uint32_t));
 	return err;
 }
 
-/* Close the books on the attached time of every group up to now, and set this drain's
- * scale factors: counts gathered in windows estimate the whole interval. */
-static double settle_windows(struct cuda_tracer *c)
-{
-	double now = mono_now(), elapsed = now - c->last_drain;
-
-	for (int g = 0; g < CG__COUNT; g++) {
-		double late = (double)atomic_exchange(&c->late_ns[g], 0) / 1e9;
-
-		if (c->group_on[g]) {
-			segment_end(c, g, now);
-			segment_start(c, g, now);
-		}
-		c->attached_s[g] += late;
-		c->busy_s[g] += late;
-		c->scale[g] = c->scaled ? governor__scale(c->attached_s[g], elapsed) : 1;
-	}
-	return now;
-}
-
-/* Feed the governor: the hits of the busiest thread and of all threads per attached
- * second, per group. */
-static void observe_rates(struct cuda_tracer *c)
-{
-	double max[CG__COUNT] = {0}, sum[CG__COUNT] = {0};
-
-	hmap_for_each(&c->tidhits, e)
-	{
-		if (e->k[1] >= CG__COUNT)
-			continue;
-		sum[e->k[1]] += (double)e->val;
-		if ((double)e->val > max[e->k[1]])
-			max[e->k[1]] = (double)e->val;
-	}
-	hmap__clear(&c->tidhits);
-	for (int g = 0; c->gov && g < CG__COUNT && g < c->gov->ngroups; g++) {
-		if (c->attached_s[g] > 0)
-			governor__observe(c->gov, g, max[g], sum[g],
-					  c->busy_s[g] > 0 ? c->busy_s[g] : c->attached_s[g]);
-	}
-}
-
 int cuda__drain(struct cuda_tracer *c, bool final)
 {
 	unsigned old = stacks__flip(&c->skel->bss->buf_active);
-	double now = settle_windows(c);
-	int err = drain_buffer(c, old);
+	int err = settle_staged(c, final);
 
+	if (!err)
+		err = drain_buffer(c, old, final);
 	if (!err && final)
-		err = drain_buffer(c, stacks__flip(&c->skel->bss->buf_active));
-	observe_rates(c);
-	for (int g = 0; g < CG__COUNT; g++)
-		c->attached_s[g] = c->busy_s[g] = 0;
-	c->last_drain = now;
+		err = drain_buffer(c, stacks__flip(&c->skel->bss->buf_active), final);
 	return err;
 }
 
-void cuda__set_governor(struct cuda_tracer *c, struct governor *gov, bool windowed)
+void cuda__set_windows(struct cuda_tracer *c, struct windows *w)
 {
-	c->gov = gov;
-	c->scaled = windowed;
-}
-
-void cuda__start(struct cuda_tracer *c)
-{
-	/* Time before the recording (calibration, a command held at its gate) had probes
-	 * attached but nothing to count: it must not dilute the first estimate. */
-	c->last_drain = mono_now();
-	for (int g = 0; g < CG__COUNT; g++) {
-		c->attached_s[g] = c->busy_s[g] = 0;
-		segment_start(c, g, c->last_drain);
-	}
-}
-
-bool cuda__group_on(const struct cuda_tracer *c, int g)
-{
-	return g >= 0 && g < CG__COUNT && c->group_on[g];
-}
-
-/* gpubpf's own function, probed at start-up to measure what one hit costs here. Its
- * first instruction is what every CUDA entry point begins with (all of libcudart's and
- * libcuda's exported functions start with `push %rbp`), because that decides the cost:
- * x86 uprobes emulate a push, but single-step most other instructions out of line, one
- * more trap, which more than doubled the measured cost in this VM (23 us against 10). */
-void gpubpf_calibration_target(volatile int *x);
-#if defined(__x86_64__)
-__asm__(".text\n"
-	".globl gpubpf_calibration_target\n"
-	".type gpubpf_calibration_target, @function\n"
-	"gpubpf_calibration_target:\n"
-	"\tpush %rbp\n"
-	"\tmov %rsp, %rbp\n"
-	"\taddl $1, (%rdi)\n"
-	"\tpop %rbp\n"
-	"\tret\n"
-	".size gpubpf_calibration_target, .-gpubpf_calibration_target\n");
-#else
-__attribute__((noinline, used)) void gpubpf_calibration_target(volatile int *x)
-{
-	(*x)++;
-}
-#endif
-
-static double time_calls(int n)
-{
-	volatile int x = 0;
-	double t0 = mono_now();
-
-	for (int i = 0; i < n; i++)
-		gpubpf_calibration_target(&x);
-	return mono_now() - t0;
-}
-
-double cuda__calibrate(struct cuda_tracer *c)
-{
-	struct elfsym_want w = {.name = "gpubpf_calibration_target"};
-	uint64_t cookie = CUDA_COOKIE(0xffff, CC_CALIBRATE, 0, 0, 0, 0);
-	const int n = 300; /* x3 probed runs at ~11 us a call: ~10 ms of gpubpf's time */
-	double base = 1e9, probed = 1e9, cost;
-	struct bpf_link *l[2] = {NULL, NULL};
-	int fd, lfd[2] = {-1, -1}, nl = 0;
-
-	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || elfsym__lookup_fd(fd, &w, 1) != 1) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	close(fd);
-	/* The unprobed cost first: after the probes, their closing (on a thread) could
-	 * still be under way and make the base look dearer, the cost cheaper. */
-	for (int r = 0; r < 3; r++) {
-		double t = time_calls(n);
-
-		if (t < base)
-			base = t;
-	}
-	/* Entry and return, as on every traced CUDA function: a hit is one traced call. */
-	for (int ret = 0; ret < 2; ret++) {
-		if (c->multi) {
-			struct bpf_program *p = ret ? c->skel->progs.cuda_exit_multi : c->skel->progs.cuda_enter_multi;
-
-			lfd[ret] =
-			    umulti__attach(bpf_program__fd(p), "/proc/self/exe", &w.offset, &cookie, 1, ret, getpid());
-			nl += lfd[ret] >= 0;
-		} else {
-			LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = ret);
-			struct bpf_program *p = ret ? c->skel->progs.cuda_exit : c->skel->progs.cuda_enter;
-
-			l[ret] =
-			    bpf_program__attach_uprobe_opts(p, getpid(), "/proc/self/exe", (size_t)w.offset, &opts);
-			nl += l[ret] != NULL;
-		}
-	}
-	if (nl == 2) {
-		/* Best of three: the least disturbed run is the closest to the real cost. */
-		for (int r = 0; r < 3; r++) {
-			double t = time_calls(n);
-
-			if (t < probed)
-				probed = t;
-		}
-	}
-	if (lfd[0] >= 0 || lfd[1] >= 0) {
-		struct close_batch *b = malloc(sizeof(*b) + 2 * sizeof(int));
-
-		if (b) {
-			b->late_ns = NULL;
-			b->n = 0;
-			for (int i = 0; i < 2; i++)
-				if (lfd[i] >= 0)
-					b->fds[b->n++] = lfd[i];
-			close_async(b);
-		} else {
-			for (int i = 0; i < 2; i++)
-				if (lfd[i] >= 0)
-					close(lfd[i]);
-		}
-	}
-	bpf_link__destroy(l[0]);
-	bpf_link__destroy(l[1]);
-	if (nl != 2)
-		return -1;
-	if (c->skel->bss->calib_hits < (uint64_t)n)
-		return -1;
-	cost = (probed - base) / n;
-	return cost > 0 ? cost : -1;
+	c->win = w;
 }
 
 int cuda__finish(struct cuda_tracer *c)
@@ -1079,7 +793,11 @@ int cuda__finish(struct cuda_tracer *c)
 		prev = &key;
 		if (bpf_map_lookup_elem(live_fd, &key, &val) || !val.size)
 			continue;
-		err = add_cuda_sample(c, &val.key, &none, alloc_fd, (int64_t)val.size);
+		uint64_t ips[STACKS_MAX_DEPTH];
+		int trunc = 0, n = read_ips(c, &val.key, alloc_fd, ips, &trunc);
+
+		c->s->truncated_stacks += (uint64_t)trunc;
+		err = add_cuda_sample(c, &val.key, &none, ips, n, (int64_t)val.size, 1);
 		if (err)
 			break;
 	}
@@ -1113,27 +831,4 @@ struct trace *cuda__take_trace(struct cuda_tracer *c)
 
 	c->timeline = NULL;
 	return t;
-}
-
-void cuda__group_hits(struct cuda_tracer *c, uint64_t hits[CG__COUNT])
-{
-	for (int g = 0; g < CG__COUNT; g++)
-		hits[g] = __atomic_load_n(&c->skel->bss->group_hits[g], __ATOMIC_RELAXED);
-}
-
-void cuda__arm_guard(struct cuda_tracer *c, int g, uint64_t at)
-{
-	if (g < 0 || g >= CG__COUNT)
-		return;
-	c->skel->bss->guard_at[g] = at;
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	c->skel->bss->guard_armed[g] = 1;
-}
-
-bool cuda__guard_woken(struct cuda_tracer *c)
-{
-	bool w = c->guard_woken;
-
-	c->guard_woken = false;
-	return w;
 }

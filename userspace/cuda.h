@@ -5,6 +5,7 @@
 #ifndef GPUBPF_CUDA_USER_H
 #define GPUBPF_CUDA_USER_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,31 +34,52 @@ void cuda__free(struct cuda_tracer *c);
  * yet, and attach probes there. Cheap when nothing new is mapped: call it every tick. */
 int cuda__scan(struct cuda_tracer *c);
 
-/* Move what the kernel aggregated into the profile; counts of windowed groups are scaled
- * by elapsed/attached time. final: drain both buffers. */
+/* Move what the kernel aggregated into the profile. Calls of windowed groups count their
+ * window's weight (windows.h); a call whose window's books are still open waits for the
+ * next drain. final: drain both buffers and everything that waited. */
 int cuda__drain(struct cuda_tracer *c, bool final);
 
 /* Overhead budget: probe groups (enum cuda_group) attached in windows. Only where the
  * kernel has uprobe_multi links (cuda__windowed); otherwise every probe stays attached. */
-struct governor;
+struct windows;
 bool cuda__windowed(const struct cuda_tracer *c);
-/* Report hit rates to GOV; with WINDOWED, also scale counts by attached time. */
-void cuda__set_governor(struct cuda_tracer *c, struct governor *gov, bool windowed);
-/* The recording starts now: window accounting begins here. */
-void cuda__start(struct cuda_tracer *c);
-void cuda__set_group(struct cuda_tracer *c, int group, bool on);
-bool cuda__group_on(const struct cuda_tracer *c, int group);
-/* Entry hits on the targets so far, per group (enum cuda_group): a read of mapped
- * memory, no system call. */
+/* Drained calls take their weights from W (NULL: every call counts 1). */
+void cuda__set_windows(struct cuda_tracer *c, struct windows *w);
+/* Attach or detach group G in every probed object (thread-safe). Detaching happens on a
+ * thread; when it begins (the breakpoints go), *BEGAN gets CLOCK_MONOTONIC ns. */
+void cuda__set_group(struct cuda_tracer *c, int g, bool on, _Atomic int64_t *began);
+/* Calls of group G belong to window ID from now on (0: not windowed). */
+void cuda__set_window(struct cuda_tracer *c, int g, uint32_t id);
+/* The per-thread costs of group G in window ID (struct cuda_tstate): up to MAX into OUT,
+ * their thread ids into TIDS. Returns how many. */
+int cuda__window_threads(struct cuda_tracer *c, int g, uint32_t id, uint32_t *tids, struct cuda_tstate *out, int max);
+/* Entry hits on the targets so far, per group (enum cuda_group), and the time they cost
+ * (nanoseconds, traps included): reads of mapped memory, no system call. */
 void cuda__group_hits(struct cuda_tracer *c, uint64_t hits[CG__COUNT]);
-/* Wake gpubpf (the ring buffer procs__poll waits on) when group G's hits reach AT; once:
- * arm again after each look. */
+void cuda__group_costs(struct cuda_tracer *c, uint64_t cost_ns[CG__COUNT]);
+/* Calls of group G between entry and return now (those with a return probe). */
+int64_t cuda__group_pending(struct cuda_tracer *c, int g);
+/* Send a guard event (cuda__guard_fd, a BPF ring buffer of struct cuda_guard_event) when
+ * group G's hits reach AT; once: arm again after each look. */
 void cuda__arm_guard(struct cuda_tracer *c, int g, uint64_t at);
-/* Whether such a wake-up came since the last call. */
-bool cuda__guard_woken(struct cuda_tracer *c);
-/* Seconds one probe hit costs the calling thread, measured on a function of gpubpf's
- * own; negative when it cannot be measured. */
-double cuda__calibrate(struct cuda_tracer *c);
+int cuda__guard_fd(struct cuda_tracer *c);
+
+/* What each part of a probe costs here, measured at start-up on functions of gpubpf's own
+ * that begin like every CUDA entry point. Seconds; negative where not measured. */
+struct cuda_calib {
+	double traced_call; /* a traced call: entry and return probe, with the program */
+	double prog;	    /* the entry program's own run time on that call (BPF-timed) */
+	double trap_entry;  /* an entry probe's trap, without the program */
+	double trap_return; /* a return probe's */
+	double first_hit;   /* what the first hit after an attach costs more than the next ones */
+	double window;	    /* what attaching and detaching once costs a thread running through
+			     * the probed code (the breakpoint written into and out of its page) */
+	double attach;	    /* gpubpf's own time to attach (a window is opened that early) */
+};
+int cuda__calibrate(struct cuda_tracer *c, struct cuda_calib *out);
+/* Trap costs the BPF side adds to every hit's measured run time (seconds). */
+void cuda__set_traps(struct cuda_tracer *c, double entry, double ret);
+
 /* At the end: allocations still live become gpu_inuse samples under their stacks. */
 int cuda__finish(struct cuda_tracer *c);
 void cuda__stats(struct cuda_tracer *c, struct cuda_stats *out);

@@ -24,6 +24,7 @@
 #include "session.h"
 #include "status.h"
 #include "syms.h"
+#include "windows.h"
 
 double engine__now(void)
 {
@@ -50,24 +51,6 @@ static void raise_fd_limit(void)
 	if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
 		r.rlim_cur = r.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &r);
-	}
-}
-
-/* "launches 2.1%, copies 100%, ..." */
-void engine__duty_text(const struct governor *gv, char *buf, size_t len)
-{
-	size_t off = 0;
-
-	buf[0] = '\0';
-	for (int g = 0; g < gv->ngroups && off < len; g++) {
-		int n;
-
-		if (gv->g[g].always)
-			continue;
-		n = snprintf(buf + off, len - off, "%s%s %.3g%%", off ? ", " : "", gv->g[g].name, 100 * gv->g[g].duty);
-		if (n < 0)
-			break;
-		off += (size_t)n;
 	}
 }
 
@@ -103,26 +86,34 @@ static double window_period(void)
 static void setup_governor(struct governor *gv, const struct record_opts *o, struct cuda_tracer *cuda,
 			   struct cpu_sampler *cpu, bool windowed)
 {
-	double cost = cuda__calibrate(cuda), sample = windowed ? cpu__sample_cost(cpu) : -1;
+	struct cuda_calib cal;
+	double sample = cpu__sample_cost(cpu);
 
-	if (cost <= 0) {
+	if (cuda__calibrate(cuda, &cal) || cal.traced_call <= 0) {
 		/* What DESIGN measured here; said in the comments with the rest. */
-		cost = 5e-6;
-		pr_warn("cannot measure the cost of a probe hit; assuming %.1f us", cost * 1e6);
+		cal = (struct cuda_calib){.traced_call = 5e-6, .trap_entry = 2e-6, .trap_return = 2e-6};
+		pr_warn("cannot measure the cost of a probe hit; assuming %.1f us", cal.traced_call * 1e6);
 	}
-	pr_debug("one probe hit costs %.2f us", cost * 1e6);
+	pr_debug("calibration: a traced call %.2f us (entry trap %.2f, program %.2f, return %.2f), first hit +%.2f us, "
+		 "a window's switches %.2f us, attach %.2f ms",
+		 cal.traced_call * 1e6, cal.trap_entry * 1e6, cal.prog * 1e6, cal.trap_return * 1e6,
+		 cal.first_hit * 1e6, cal.window * 1e6, cal.attach * 1e3);
 	gv->budget = o->budget / 100;
-	gv->cost_per_hit = cost;
+	gv->period = window_period();
+	gv->cost_per_hit = cal.traced_call;
+	gv->trap_entry = cal.trap_entry > 0 ? cal.trap_entry : 0;
+	gv->trap_return = cal.trap_return > 0 ? cal.trap_return : 0;
+	gv->first_hit = cal.first_hit > 0 ? cal.first_hit : 0;
+	gv->window_cost = cal.window > 0 ? cal.window : 0;
+	cuda__set_traps(cuda, gv->trap_entry, gv->trap_return);
 	/* A CPU sample interrupts a thread at most freq times a second. */
 	if (sample < 0)
-		sample = cost;
+		sample = cal.traced_call;
 	pr_debug("one CPU sample costs the sampled thread %.2f us", sample * 1e6);
 	gv->sample_cost = sample;
 	gv->cpu_cost = o->freq * sample;
 	gv->min_duty = 0.002; /* 2 ms a second: dozens of launches even at 40k probed calls/s */
-	/* Until a group's rate is measured it stays attached: a short program is then counted
-	 * exactly, and the first window measures what the next ones cost. */
-	gv->probe_duty = 1;
+	gv->min_slot = 0.002;
 	gv->exact = !windowed;
 	gv->ngroups = CG__COUNT;
 	for (int g = 0; g < CG__COUNT; g++)
@@ -132,97 +123,6 @@ static void setup_governor(struct governor *gv, const struct record_opts *o, str
 	gv->g[CG_ALLOC].always = true;
 	gv->g[CG_NAME].always = true;
 	governor__plan(gv);
-	cuda__set_governor(cuda, gv, windowed);
-}
-
-/* Between plans, a group can turn hot (a job's next phase) while planned fully on, or at
- * a higher rate than its window was planned for, and cost far more than the plan allowed
- * until the next one. Every GUARD_S, or at once when BPF says a group's hits passed what
- * it may make until then, compare what each group cost since the last look (its hits,
- * counted in BPF) with what the plan allowed it; well over, detach it until the next
- * plan, which knows its new rate from the guard. */
-#define GUARD_S 0.05
-
-static void guard_check(struct guard *gd, struct cuda_tracer *cuda, struct governor *gv, double t, bool woken)
-{
-	uint64_t hits[CG__COUNT];
-	double dt = t - gd->t;
-
-	if (!woken && dt < 0.8 * GUARD_S)
-		return;
-	cuda__group_hits(cuda, hits);
-	for (int g = 0; g < gv->ngroups && g < CG__COUNT; g++) {
-		double n = (double)(hits[g] - gd->hits[g]), allow;
-
-		if (n > 0 && dt > 0 && cuda__group_on(cuda, g) && governor__guard(gv, g, n, dt)) {
-			cuda__set_group(cuda, g, false);
-			/* n/dt understates a burst that woke us: the hits may all be recent */
-			if (woken)
-				governor__assume_saturated(gv, g);
-			pr_debug("guard: %s detached until the next plan (%.0f hits in %.1f ms)", gv->g[g].name, n,
-				 dt * 1e3);
-		}
-		/* Until the next look: the hit past its allowance wakes us. */
-		allow = governor__guard_hits(gv, g, GUARD_S);
-		if (!gv->exact && !gv->g[g].always)
-			cuda__arm_guard(cuda, g, hits[g] + (uint64_t)(allow > 1 ? allow : 1));
-	}
-	memcpy(gd->hits, hits, sizeof(hits));
-	gd->t = t;
-}
-
-/* Close every window that is open now (groups planned fully on stay on). */
-static void close_windows(struct cuda_tracer *cuda, struct governor *gv, double *off_at)
-{
-	for (int g = 0; g < gv->ngroups; g++) {
-		if (off_at[g] > 0) {
-			cuda__set_group(cuda, g, false);
-			off_at[g] = 0;
-		}
-	}
-}
-
-/* The first drain (seconds), which measures the hit rates for the first plan. */
-#define FIRST_DRAIN 0.03
-
-/* Open and close the probe windows that are due; at each period's start, plan anew. */
-static double run_windows(struct cuda_tracer *cuda, struct governor *gv, double *off_at, double *next_window,
-			  double period, double t)
-{
-	double next = *next_window;
-
-	for (int g = 0; g < gv->ngroups; g++) {
-		if (off_at[g] > 0 && t >= off_at[g]) {
-			cuda__set_group(cuda, g, false);
-			off_at[g] = 0;
-		}
-	}
-	if (t >= *next_window) {
-		governor__plan(gv);
-		if (log_verbose)
-			for (int g = 0; g < gv->ngroups; g++)
-				if (!gv->g[g].always)
-					pr_debug("plan: %s %.3g%% (busiest thread %.0f hits/s, all %.0f/s)",
-						 gv->g[g].name, 100 * gv->g[g].duty, gv->g[g].rate, gv->g[g].all);
-		*next_window = t + period;
-		for (int g = 0; g < gv->ngroups; g++) {
-			cuda__set_group(cuda, g, true);
-			off_at[g] = gv->g[g].duty >= 1 ? 0 : t + gv->g[g].duty * period;
-			/* A rate not known yet is measured in one window up to the first drain
-			 * (the plan after it knows the rate), closed before that tick's work,
-			 * which symbolizes for ~0.2 s. Meanwhile the guard lets such a group
-			 * spend one period's budget: a short program is counted exactly. */
-			if (!gv->g[g].measured && !gv->g[g].always && period > FIRST_DRAIN) {
-				off_at[g] = t + FIRST_DRAIN;
-				*next_window = t + FIRST_DRAIN;
-			}
-		}
-		next = *next_window;
-	}
-	for (int g = 0; g < gv->ngroups; g++)
-		if (off_at[g] > 0 && off_at[g] < next)
-			next = off_at[g];
-	return next;
 }
 
 int engine__setup_profile(struct session *s)
@@ -252,7 +152,6 @@ int engine__open_session(struct engine *e, const struct record_opts *o)
 	memset(e, 0, sizeof(*e));
 	e->s.opts = o;
 	e->s.comms_fd = -1;
-	e->period = window_period();
 	raise_fd_limit();
 	e->s.syms = syms__new();
 	if (!e->s.syms) {
@@ -297,6 +196,15 @@ int engine__open_tracers(struct engine *e)
 		return -errno;
 	e->windowed = !o->exact && cuda__windowed(e->cuda);
 	setup_governor(&e->gov, o, e->cuda, e->cpu, e->windowed);
+	if (e->windowed) {
+		e->win = windows__new(e->cuda, &e->gov, e->gov.period);
+		if (!e->win) {
+			err = -errno;
+			pr_err("cannot set up the sampling windows: %s", strerror(-err));
+			return err;
+		}
+		cuda__set_windows(e->cuda, e->win);
+	}
 	/* Device time: the injection library's USDT probes, where a target has it. */
 	e->cupti = cupti__new(s, procs__targets_fd(s->procs), s->comms_fd);
 	if (!e->cupti) {
@@ -313,26 +221,28 @@ void engine__scan(struct engine *e)
 	cuda__scan(e->cuda);
 }
 
-void engine__start(struct engine *e, const char *desc)
+int engine__start(struct engine *e, const char *desc)
 {
 	struct session *s = &e->s;
+	int err;
 
 	snprintf(e->desc, sizeof(e->desc), "%s", desc);
 	e->start = engine__now();
-	cuda__start(e->cuda);
+	/* From here on the windows run on their own thread: hits before the recording (a
+	 * held command's start) count nowhere. */
+	if (e->win) {
+		err = windows__start(e->win);
+		if (err) {
+			pr_err("cannot start the window thread: %s", strerror(-err));
+			return err;
+		}
+	}
 	profile__set_time(s->prof, engine__wall_ns(), 0);
 	status__init(&e->status, e->desc);
-	/* The first drain measures the hit rates the window plan needs: early. */
-	e->next_tick = e->start + (e->windowed ? FIRST_DRAIN : 1.0);
+	e->next_tick = e->start + 1.0;
 	pr_debug("recording %s", e->desc);
 	signal_ready();
-	e->next_window = e->start;
-	if (e->windowed) {
-		/* From here on: hits before the recording (a held command's start) do not count. */
-		cuda__group_hits(e->cuda, e->guard.hits);
-		e->guard.t = e->start;
-		guard_check(&e->guard, e->cuda, &e->gov, e->start, true);
-	}
+	return 0;
 }
 
 /* The tick: drains, targets, new objects, symbolization, the status line. */
@@ -344,11 +254,6 @@ static int tick(struct engine *e, double t)
 	int err;
 
 	e->next_tick = t + 1.0;
-	/* The tick's work (drains, symbolization) takes tens of milliseconds: a window left
-	 * open through it would last that long. Close open windows now (their books take the
-	 * real time); new ones open after the work. */
-	if (e->windowed)
-		close_windows(e->cuda, &e->gov, e->off_at);
 	err = cpu__drain(e->cpu, false);
 	cupti__consume_events(e->cupti); /* kernel names the CUDA drain uses */
 	if (!err)
@@ -373,13 +278,16 @@ static int tick(struct engine *e, double t)
 		char extra[256];
 		char duty[200];
 		struct cuda_stats now_cs;
+		struct governor now_gov = e->gov;
 		bool show = e->windowed;
 
 		/* Duty cycles mean something only once there are CUDA probes. */
 		cuda__stats(e->cuda, &now_cs);
 		show = show && now_cs.objects > 0;
-		engine__duty_text(&e->gov, duty, sizeof(duty));
-		snprintf(extra, sizeof(extra), "  overhead ~%.2g%%%s%s%s", 100 * governor__overhead(&e->gov),
+		if (e->win)
+			windows__governor(e->win, &now_gov);
+		windows__duty_text(&now_gov, duty, sizeof(duty));
+		snprintf(extra, sizeof(extra), "  overhead ~%.2g%%%s%s%s", 100 * governor__overhead(&now_gov),
 			 show ? " (" : "", show ? duty : "", show ? ")" : "");
 		status__update(&e->status, t - e->start, procs__num_live(s->procs), e->st.samples,
 			       e->st.lost_stacks + e->st.dropped + procs__lost_events(s->procs), extra);
@@ -389,8 +297,6 @@ static int tick(struct engine *e, double t)
 		if (err)
 			return err;
 	}
-	if (e->windowed)
-		e->next_window = engine__now();
 	return ENGINE_RUNNING;
 }
 
@@ -400,16 +306,6 @@ int engine__step(struct engine *e)
 	double t = engine__now();
 	int timeout = 100;
 
-	if (e->windowed) {
-		double next = run_windows(e->cuda, &e->gov, e->off_at, &e->next_window, e->period, t);
-		int ms = (int)((next - t) * 1000) + 1;
-
-		guard_check(&e->guard, e->cuda, &e->gov, t, cuda__guard_woken(e->cuda));
-		if (timeout > GUARD_S * 1000)
-			timeout = GUARD_S * 1000;
-		if (ms < timeout)
-			timeout = ms > 0 ? ms : 1;
-	}
 	procs__poll(e->s.procs, timeout);
 	t = engine__now();
 	if (o->duration > 0 && t - e->start >= o->duration)
@@ -430,6 +326,8 @@ int engine__stop(struct engine *e)
 
 	e->elapsed = engine__now() - e->start;
 	status__clear(&e->status);
+	/* The windows' books close before the last drain: every call gets its weight. */
+	windows__stop(e->win);
 	procs__drain_events(e->s.procs);
 	/* From here on nothing is probed any more: a started command that loads a library
 	 * now must not wait for the drains, symbolization and writing. */
@@ -450,6 +348,7 @@ int engine__stop(struct engine *e)
 	}
 	cpu__stats(e->cpu, &e->st);
 	cuda__stats(e->cuda, &e->cs);
+	cuda__group_costs(e->cuda, e->gcost);
 	return 0;
 }
 
@@ -464,6 +363,8 @@ void engine__detach(struct engine *e)
 
 void engine__close(struct engine *e)
 {
+	windows__free(e->win);
+	e->win = NULL;
 	cupti__free(e->cupti);
 	e->cupti = NULL;
 	cuda__free(e->cuda);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The recording engine that `gpubpf record` and `gpubpf agent` share: one session (the
  * symbolizer, the profile model, the target processes), the tracers (CPU sampling, CUDA
- * probes, device time, Python frames), the overhead governor with its windows and guard,
- * and the loop that drives them: a tick about once a second drains the BPF maps into the
+ * probes, device time, Python frames), the overhead governor with its windows and guard
+ * (windows.h, on a thread of their own), and the loop that drives them: a tick about once a second drains the BPF maps into the
  * model, follows the targets and symbolizes while they live.
  *
  * Order of use:
@@ -32,20 +32,14 @@
 
 struct cupti_tracer;
 
-struct guard {
-	uint64_t hits[CG__COUNT];
-	double t;
-};
-
 struct engine {
 	struct session s;
 	struct cpu_sampler *cpu;
 	struct cuda_tracer *cuda;
 	struct cupti_tracer *cupti;
 	struct governor gov;
-	bool windowed; /* hot CUDA groups in windows (else every probe attached) */
-	double off_at[GOV_MAX_GROUPS], next_window, period;
-	struct guard guard;
+	bool windowed;	    /* hot CUDA groups in windows (else every probe attached) */
+	struct windows *win; /* those windows, on their own thread (windows.h) */
 	double start, next_tick, elapsed;
 	struct status status;
 	char desc[128];
@@ -56,6 +50,7 @@ struct engine {
 	/* filled by engine__stop() */
 	struct cpu_stats st;
 	struct cuda_stats cs;
+	uint64_t gcost[CG__COUNT]; /* what each group's probes cost, measured (cuda__group_costs) */
 };
 
 enum engine_state {
@@ -83,10 +78,11 @@ int engine__open_tracers(struct engine *e);
 /* Probes into the objects the targets map now (later ones at each tick and load). */
 void engine__scan(struct engine *e);
 
-/* The recording begins now (DESC names the targets for the status line). */
-void engine__start(struct engine *e, const char *desc);
+/* The recording begins now (DESC names the targets for the status line): the window
+ * thread starts. 0 or a negative errno (said). */
+int engine__start(struct engine *e, const char *desc);
 
-/* One turn of the loop: windows, the guard, lifecycle events for up to the next due
+/* One turn of the loop: lifecycle events for up to the next due
  * moment (a signal cuts the wait short), and the tick when due. Returns an enum
  * engine_state, or a negative errno (said). */
 int engine__step(struct engine *e);
@@ -100,8 +96,5 @@ void engine__detach(struct engine *e);
 
 /* Free everything (accepts a partly opened engine). */
 void engine__close(struct engine *e);
-
-/* "launches 2.1%, copies 100%, ..." of the windowed groups. */
-void engine__duty_text(const struct governor *gv, char *buf, size_t len);
 
 #endif /* GPUBPF_ENGINE_H */

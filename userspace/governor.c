@@ -3,14 +3,26 @@
 
 #include "governor.h"
 
-static double cost_rate(const struct governor *gv, const struct gov_group *g)
+double governor__window_cost(const struct governor *gv)
 {
-	return g->rate * gv->cost_per_hit;
+	return gv->window_cost + gv->first_hit;
+}
+
+/* What group G costs its busiest thread attached all the time (a fraction). */
+static double full_cost(const struct governor *gv, const struct gov_group *g)
+{
+	return g->util;
+}
+
+/* ... and what a window per period adds, at any duty below 1. */
+static double fixed_cost(const struct governor *gv)
+{
+	return gv->period > 0 ? governor__window_cost(gv) / gv->period : 0;
 }
 
 void governor__plan(struct governor *gv)
 {
-	double left = gv->budget - gv->cpu_cost;
+	double left = gv->budget - gv->cpu_cost, fixed = fixed_cost(gv);
 	bool done[GOV_MAX_GROUPS] = {false};
 	int open = 0;
 
@@ -23,10 +35,10 @@ void governor__plan(struct governor *gv)
 			g->duty = 1;
 			done[i] = true;
 			if (!gv->exact)
-				left -= cost_rate(gv, g);
+				left -= full_cost(gv, g);
 		} else if (!g->measured) {
-			/* Unknown rate: a short window measures it without risking the budget. */
-			g->duty = gv->probe_duty;
+			/* Unknown cost: attached until a window measures it, the guard watching. */
+			g->duty = 1;
 			done[i] = true;
 		} else {
 			open++;
@@ -41,10 +53,10 @@ void governor__plan(struct governor *gv)
 		for (int i = 0; i < gv->ngroups; i++) {
 			struct gov_group *g = &gv->g[i];
 
-			if (done[i] || cost_rate(gv, g) > share)
+			if (done[i] || full_cost(gv, g) > share)
 				continue;
 			g->duty = 1;
-			left -= cost_rate(gv, g);
+			left -= full_cost(gv, g);
 			done[i] = true;
 			open--;
 			settled = true;
@@ -57,7 +69,8 @@ void governor__plan(struct governor *gv)
 
 			if (done[i])
 				continue;
-			d = share / cost_rate(gv, g);
+			/* a window's fixed cost comes out of the share first */
+			d = (share - fixed) / full_cost(gv, g);
 			g->duty = d < gv->min_duty ? gv->min_duty : (d > 1 ? 1 : d);
 			done[i] = true;
 		}
@@ -69,78 +82,71 @@ double governor__overhead(const struct governor *gv)
 {
 	double sum = gv->cpu_cost;
 
-	for (int i = 0; i < gv->ngroups; i++)
-		sum += gv->g[i].duty * cost_rate(gv, &gv->g[i]);
+	for (int i = 0; i < gv->ngroups; i++) {
+		const struct gov_group *g = &gv->g[i];
+
+		sum += g->duty * full_cost(gv, g);
+		if (!gv->exact && !g->always && g->duty < 1)
+			sum += fixed_cost(gv);
+	}
 	return sum;
 }
 
 static double smooth(bool measured, double old, double r)
 {
-	/* Up at once, down by halves: a job's phases come back, and a group that was hot a
-	 * moment ago would cost its full price before the guard caught it again. */
 	return measured && r < old ? 0.5 * old + 0.5 * r : r;
 }
 
-void governor__observe(struct governor *gv, int group, double busiest, double all, double attached)
+void governor__observe(struct governor *gv, int group, double busiest, double all, double hits, double len)
 {
 	struct gov_group *g;
-	double r, a;
 
-	if (group < 0 || group >= gv->ngroups || attached <= 0)
+	if (group < 0 || group >= gv->ngroups || !(len > 0))
 		return;
 	g = &gv->g[group];
-	r = busiest / attached;
-	a = all / attached;
-	if (g->peak > a) {
-		/* The busiest thread's share of the hits, from this interval (all of them
-		 * when there were none to tell). */
-		r = g->peak * (all > 0 ? busiest / all : 1);
-		a = g->peak;
-	}
-	g->rate = smooth(g->measured, g->rate, r);
-	g->all = smooth(g->measured, g->all, a);
-	g->peak = 0;
+	g->util = smooth(g->measured, g->util, fmin(1, busiest / len));
+	g->util_all = smooth(g->measured, g->util_all, all / len);
+	if (hits > 0 && all > 0)
+		g->hit_cost = all / hits;
 	g->measured = true;
 }
 
-void governor__assume_saturated(struct governor *gv, int group)
+void governor__saturated(struct governor *gv, int group)
 {
-	if (group < 0 || group >= gv->ngroups || gv->cost_per_hit <= 0)
+	struct gov_group *g;
+
+	if (group < 0 || group >= gv->ngroups)
 		return;
-	if (gv->g[group].peak < 1 / gv->cost_per_hit)
-		gv->g[group].peak = 1 / gv->cost_per_hit;
+	g = &gv->g[group];
+	g->util = 1;
+	if (g->util_all < 1)
+		g->util_all = 1;
+	g->measured = true;
+}
+
+/* Seconds one hit of G costs: measured in the job where it has hits, else calibrated. */
+static double hit_cost(const struct governor *gv, const struct gov_group *g)
+{
+	if (g->hit_cost > 0)
+		return g->hit_cost;
+	return gv->cost_per_hit > 0 ? gv->cost_per_hit : 5e-6;
 }
 
 double governor__guard_hits(const struct governor *gv, int group, double dt)
 {
 	const struct gov_group *g;
 
-	if (group < 0 || group >= gv->ngroups || dt <= 0 || gv->cost_per_hit <= 0)
+	if (group < 0 || group >= gv->ngroups || !(dt > 0))
 		return 0;
 	g = &gv->g[group];
-	/* Not measured yet (the first window): one second's budget, however short dt. */
 	if (!g->measured && !g->always)
-		return fmax(2 * gv->budget * dt, gv->budget) / gv->cost_per_hit;
-	return 2 * (g->all * gv->cost_per_hit + gv->budget) * dt / gv->cost_per_hit;
+		return fmax(2 * gv->budget * dt, gv->budget) / hit_cost(gv, g);
+	return 2 * (g->util_all + gv->budget) * dt / hit_cost(gv, g);
 }
 
-bool governor__guard(struct governor *gv, int group, double hits, double dt)
+bool governor__guard(const struct governor *gv, int group, double hits, double dt)
 {
-	struct gov_group *g;
-
-	if (group < 0 || group >= gv->ngroups || dt <= 0 || gv->exact)
-		return false;
-	g = &gv->g[group];
-	if (hits / dt > g->peak)
-		g->peak = hits / dt;
-	if (g->always)
+	if (group < 0 || group >= gv->ngroups || !(dt > 0) || gv->exact || gv->g[group].always)
 		return false;
 	return hits > governor__guard_hits(gv, group, dt);
-}
-
-double governor__scale(double attached, double elapsed)
-{
-	if (attached <= 0 || attached >= elapsed)
-		return 1;
-	return elapsed / attached;
 }

@@ -62,7 +62,7 @@ long kbtf__member_offset(const struct btf *btf, int type_id, const char *name, i
 int kbtf__task_offsets_from(const struct btf *btf, struct task_offsets *out)
 {
 	int task = btf__find_by_name_kind(btf, "task_struct", BTF_KIND_STRUCT), thread = 0;
-	long leader, comm, th, fs = -ENOENT;
+	long leader, comm, th, fs = -ENOENT, nv;
 
 	memset(out, 0, sizeof(*out));
 	if (task <= 0)
@@ -78,6 +78,9 @@ int kbtf__task_offsets_from(const struct btf *btf, struct task_offsets *out)
 	if (th >= 0)
 		fs = kbtf__member_offset(btf, thread, "fsbase", NULL);
 	out->fsbase = fs >= 0 ? (__u32)(th + fs) : 0;
+	/* the overhead budget's estimates: whether a thread slept between two probe hits */
+	nv = kbtf__member_offset(btf, task, "nvcsw", NULL);
+	out->nvcsw = nv >= 0 ? (__u32)nv : 0;
 	return 0;
 }
 

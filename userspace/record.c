@@ -27,6 +27,7 @@
 #include "speedscope.h"
 #include "syms.h"
 #include "trace.h"
+#include "windows.h"
 
 static volatile sig_atomic_t stop_signals;
 
@@ -66,10 +67,12 @@ static int write_cb(void *ctx, FILE *f)
 	return pprof__write(w->s->prof, f);
 }
 
-static void add_comments(struct session *s, const struct cpu_stats *st, const struct cuda_stats *cs, double secs,
-			 const struct governor *gv, bool windowed)
+static void add_comments(struct engine *e)
 {
+	struct session *s = &e->s;
 	const struct record_opts *o = s->opts;
+	const struct cpu_stats *st = &e->st;
+	const struct cuda_stats *cs = &e->cs;
 	char cmd[1024];
 	size_t off = 0;
 
@@ -83,38 +86,20 @@ static void add_comments(struct session *s, const struct cpu_stats *st, const st
 	}
 	profile__add_comment(s->prof, "gpubpf %s", GPUBPF_VERSION);
 	profile__add_comment(s->prof, "command: gpubpf %s", cmd);
-	profile__add_comment(s->prof, "settings: event=%s freq=%dHz inherit=%s duration=%.1fs", st->event, o->freq,
-			     o->inherit ? "yes" : "no", secs);
+	profile__add_comment(s->prof, "settings: event=%s freq=%dHz inherit=%s duration=%.3fs", st->event, o->freq,
+			     o->inherit ? "yes" : "no", e->elapsed);
 	profile__add_comment(s->prof, "cpu: %llu samples, %llu stacks lost, %llu samples dropped, %llu truncated",
 			     (unsigned long long)st->samples, (unsigned long long)st->lost_stacks,
 			     (unsigned long long)st->dropped, (unsigned long long)s->truncated_stacks);
 	if (cs->objects) {
-		char duty[256];
-
 		profile__add_comment(
 		    s->prof,
 		    "cuda: %llu calls traced by %d probes in %d objects, %llu dropped, %llu stacks lost, "
 		    "%llu name events lost",
 		    (unsigned long long)cs->calls, cs->probes, cs->objects, (unsigned long long)cs->dropped,
 		    (unsigned long long)cs->lost_stacks, (unsigned long long)cs->lost_events);
-		engine__duty_text(gv, duty, sizeof(duty));
-		if (windowed)
-			profile__add_comment(
-			    s->prof,
-			    "cuda: sampled windows under a %.3g%% overhead budget; last duty cycles: %s "
-			    "(syncs, allocations and name lookups always attached); counts and bytes of "
-			    "windowed groups are scaled to estimates of the whole recording; estimated "
-			    "overhead %.3g%% of the busiest target thread (CPU sampling %.3g%% of it); one "
-			    "probe hit costs %.2f us and one CPU sample %.2f us here",
-			    s->opts->budget, duty, 100 * governor__overhead(gv), 100 * gv->cpu_cost,
-			    gv->cost_per_hit * 1e6, gv->sample_cost * 1e6);
-		else
-			profile__add_comment(
-			    s->prof,
-			    "cuda: exact counts (%s): every probe attached all the time; estimated "
-			    "overhead %.3g%% of the busiest target thread; one probe hit costs %.2f us here",
-			    s->opts->exact ? "--exact" : "this kernel has no uprobe_multi links",
-			    100 * governor__overhead(gv), gv->cost_per_hit * 1e6);
+		windows__comments(e->win, e->gcost, &e->gov, s->prof, o->budget,
+				  o->exact ? "--exact" : "this kernel has no uprobe_multi links", e->elapsed);
 	} else
 		profile__add_comment(s->prof, "cuda: no CUDA runtime or driver entry points found in the targets");
 }
@@ -168,11 +153,11 @@ static void print_summary(struct engine *e, const char *gpu_summary)
 	if (e->cs.objects) {
 		char duty[200];
 
-		engine__duty_text(&e->gov, duty, sizeof(duty));
+		windows__duty_text(&e->gov, duty, sizeof(duty));
 		fprintf(stderr, ", %llu CUDA calls traced", (unsigned long long)e->cs.calls);
 		if (e->windowed)
 			fprintf(stderr, " in windows (%s; estimates scaled)", duty);
-		fprintf(stderr, ", overhead ~%.2g%%", 100 * governor__overhead(&e->gov));
+		fprintf(stderr, ", overhead ~%.2g%%", 100 * windows__overhead(e->win, e->gcost, &e->gov, e->elapsed));
 	}
 	fputs(gpu_summary, stderr);
 	if (procs__lost_events(s->procs))
@@ -281,7 +266,9 @@ int record__main(int argc, char **argv)
 		}
 	}
 
-	engine__start(&e, target_desc(&o, desc, sizeof(desc)));
+	err = engine__start(&e, target_desc(&o, desc, sizeof(desc)));
+	if (err)
+		goto cleanup;
 	while (!stop_signals && state == ENGINE_RUNNING)
 		state = engine__step(&e);
 	if (state < 0) {
@@ -308,7 +295,7 @@ int record__main(int argc, char **argv)
 		profile__set_time(s->prof, t0, (int64_t)(e.elapsed * 1e9));
 	}
 	set_main_mapping(s);
-	add_comments(s, &e.st, &e.cs, e.elapsed, &e.gov, e.windowed);
+	add_comments(&e);
 	cupti__add_comments(e.cupti);
 	cupti__summary(e.cupti, gpu_summary, sizeof(gpu_summary));
 

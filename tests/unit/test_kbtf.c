@@ -85,6 +85,8 @@ TEST(running_kernel)
 #if defined(__x86_64__)
 	CHECK(off.fsbase > 0 && off.fsbase % 8 == 0);
 #endif
+	/* nvcsw (unsigned long) is found, aligned, and not comm */
+	CHECK(off.nvcsw > 0 && off.nvcsw % 8 == 0 && (off.nvcsw + 8 <= off.comm || off.comm + 16 <= off.nvcsw));
 }
 
 int main(int argc, char **argv)

@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: MIT
+/* The window design and its estimates, against call patterns made up here: the
+ * estimates are unbiased (their mean over many draws is the truth, within three standard
+ * errors of that mean) on patterns that break a steady-rate estimate, with the guard
+ * cutting windows short, and their 95% intervals cover the truth about as often as they
+ * say. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "estimate.h"
+#include "test.h"
+
+#define NEAR(a, b, eps) (fabs((a) - (b)) <= (eps))
+
+static uint64_t rng_state = 88172645463325252ull;
+
+static double uniform(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+/* Call times (seconds), sorted. */
+struct calls {
+	double *t;
+	size_t n, cap;
+};
+
+static void add(struct calls *c, double t)
+{
+	if (c->n == c->cap) {
+		c->cap = c->cap ? 2 * c->cap : 4096;
+		c->t = realloc(c->t, c->cap * sizeof(*c->t));
+	}
+	c->t[c->n++] = t;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The first call at or after A. */
+static size_t lower(const struct calls *c, double a)
+{
+	size_t lo = 0, hi = c->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (c->t[mid] < a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Calls in [a, b), and the time of the N-th of them from a (or b). */
+static double count(const struct calls *c, double a, double b)
+{
+	size_t i = lower(c, a), j = lower(c, b);
+
+	return j > i ? (double)(j - i) : 0;
+}
+
+static double nth(const struct calls *c, double a, double b, double n)
+{
+	size_t i = lower(c, a) + (size_t)n - 1;
+
+	return i < c->n && c->t[i] < b ? c->t[i] : b;
+}
+
+/* Bursts of 40 calls 50 us apart every 25 ms, idle for the first 3 s of 10, a second
+ * thread's steady calls from 6 s, and a burst of 400 exactly on every period. */
+static void pattern(struct calls *c)
+{
+	for (double t = 3; t < 10; t += 0.025)
+		for (int i = 0; i < 40; i++)
+			add(c, t + i * 50e-6);
+	for (double t = 6; t < 10; t += 0.001)
+		add(c, t);
+	for (double t = 0.0005; t < 10; t += 0.2)
+		for (int i = 0; i < 400; i++)
+			add(c, t + i * 20e-6);
+	qsort(c->t, c->n, sizeof(double), cmp_double);
+}
+
+TEST(slots)
+{
+	struct est_segment seg = {.start = 10, .end = 11, .weight = 3};
+	double open, close;
+
+	CHECK_INT(est_slots(0.05, 1, 0.002), 20);
+	CHECK_INT(est_slots(0.7, 1, 0.002), 2); /* quantized down: never over budget */
+	CHECK_INT(est_slots(1, 1, 0.002), 1);
+	CHECK_INT(est_slots(0.0001, 1, 0.002), 500); /* windows of at least min_slot */
+	CHECK_INT(est_slots(0.0001, 0.001, 0.002), 1);
+	CHECK_INT(est_slots(NAN, 1, 0.002), 1);
+	CHECK_INT(est_pick(4, 0), 0);
+	CHECK_INT(est_pick(4, 0.999999), 3);
+	CHECK_INT(est_pick(4, 0.5), 2);
+	CHECK(NEAR(est_slot(&seg, 4, 1, &open, &close), 12, 1e-12));
+	CHECK(NEAR(open, 10.25, 1e-12) && NEAR(close, 10.5, 1e-12));
+	est_slot(&seg, 3, 2, &open, &close);
+	CHECK(close == 11);
+	seg = est_segment_split(10.4, 10.5, 12);
+	CHECK(seg.start == 10.4 && seg.end == 10.5 && seg.weight == 12);
+}
+
+/* One recording of C over [0, T) with periods of P and duty D: each period one slot
+ * drawn; with a guard of A calls, a window that sees A calls is cut there and the rest of
+ * its slot sampled 1 in K2. Returns the estimate of the calls; *naive: the old way,
+ * calls seen times the time recorded over the time attached. */
+static double record(const struct calls *c, double T, double P, double d, double A, int k2, struct est_group *g,
+		     double *naive)
+{
+	double est = 0, seen = 0, attached = 0;
+	size_t pi = 0;
+
+	for (double s = 0; s < T - 1e-9; s += P, pi++) {
+		struct est_segment seg = {.start = s, .end = s + P, .weight = 1};
+		int k = est_slots(d, P, 0.0001), j = est_pick(k, uniform());
+		double open, close, w = est_slot(&seg, k, j, &open, &close), n, vals[3] = {0};
+		struct est_period *p = g ? est_group_period(g, pi) : NULL;
+
+		if (p)
+			est_period_plan(p, P, w);
+		n = count(c, open, close);
+		if (A > 0 && n >= A) {
+			/* the guard: cut at the A-th call; the rest sampled on its own */
+			double cut = nth(c, open, close, A);
+			struct est_segment rest = est_segment_split(cut, close, w);
+			double o2, c2, w2;
+
+			n = count(c, open, cut);
+			attached += cut - open;
+			seen += n;
+			est += w * n;
+			vals[0] = n;
+			if (p)
+				est_period_add(p, w, 1, n, vals);
+			w2 = est_slot(&rest, k2, est_pick(k2, uniform()), &o2, &c2);
+			n = count(c, o2, c2);
+			if (p)
+				est_period_plan(p, P, w2);
+			est += w2 * n;
+			seen += n;
+			attached += c2 - o2;
+			vals[0] = n;
+			if (p && n)
+				est_period_add(p, w2, 1, n, vals);
+			continue;
+		}
+		attached += close - open;
+		seen += n;
+		est += w * n;
+		vals[0] = n;
+		if (p)
+			est_period_add(p, w, 1, n, vals);
+	}
+	*naive = attached > 0 ? seen * T / attached : 0;
+	return est;
+}
+
+static void unbiased(const struct calls *c, double d, double A, int k2, double *mean_rel, double *se_rel,
+		     double *naive_rel, double *coverage)
+{
+	const int reps = 1500;
+	double truth = count(c, 0, 10), sum = 0, sq = 0, nsum = 0, covered = 0;
+
+	for (int r = 0; r < reps; r++) {
+		struct est_group g = {0};
+		struct est_total tot;
+		double naive, e = record(c, 10, 0.2, d, A, k2, &g, &naive);
+
+		est_group_total(&g, 0, &tot);
+		sum += e;
+		sq += e * e;
+		nsum += naive;
+		covered += tot.lo <= truth && truth <= tot.hi;
+		/* the group's total is the recording's estimate */
+		if (!NEAR(tot.est, e, 1e-6 * truth))
+			*coverage = -1;
+		est_group_free(&g);
+	}
+	*mean_rel = sum / reps / truth;
+	*se_rel = sqrt((sq / reps - (sum / reps) * (sum / reps)) / reps) / truth;
+	*naive_rel = nsum / reps / truth;
+	if (*coverage >= 0)
+		*coverage = covered / reps;
+}
+
+/* Bursty, idle at first, a thread that starts late, a burst on every period: the mean of
+ * the estimates is the truth. */
+TEST(unbiased_design)
+{
+	struct calls c = {0};
+	double mean, se, naive, cov = 0;
+
+	pattern(&c);
+	unbiased(&c, 0.05, 0, 1, &mean, &se, &naive, &cov);
+	printf("# design: mean %.4f of the truth (se %.4f), coverage of the 95%% interval %.3f\n", mean, se, cov);
+	CHECK(fabs(mean - 1) < 3 * se + 1e-9);
+	CHECK(cov >= 0.9);
+	free(c.t);
+}
+
+/* The guard cuts windows that see 60 calls (every burst of the periodic site does): the
+ * rest of each cut slot sampled 1 in 8 keeps the estimate unbiased, where the old
+ * steady-rate estimate (calls over attached time) is far off. */
+TEST(unbiased_under_guard)
+{
+	struct calls c = {0};
+	double mean, se, naive, cov = 0;
+
+	pattern(&c);
+	unbiased(&c, 0.05, 60, 8, &mean, &se, &naive, &cov);
+	printf("# guard: mean %.4f of the truth (se %.4f), coverage %.3f; calls over attached time: %.3f\n", mean, se,
+	       cov, naive);
+	CHECK(fabs(mean - 1) < 3 * se + 1e-9);
+	CHECK(cov >= 0.85);
+	CHECK(fabs(naive - 1) > 0.2);
+	free(c.t);
+}
+
+/* A thread that calls again as soon as it can: 2 us of work, 6 us of probe a call. In a
+ * window of 10 ms it makes 1250 calls where it would make 5000: the factor is 4. */
+TEST(run_factor)
+{
+	double f = est_run_factor(1250, 1250, 0, 1249 * 8e-6, 1250 * 6e-6, 6e-6, false);
+
+	CHECK(NEAR(f, 4, 1e-6));
+	/* it slept after its last call: the delay was made up */
+	CHECK(est_run_factor(1250, 1250, 0, 1249 * 8e-6, 1250 * 6e-6, 6e-6, true) == 1);
+	/* one call says nothing of a rate */
+	CHECK(est_run_factor(5, 1, 0, 0, 6e-6, 6e-6, false) == 1);
+	/* a run of 10 calls since it last slept, 40 calls in the window */
+	f = est_run_factor(40, 10, 0, 9 * 8e-6, 10 * 6e-6, 6e-6, false);
+	CHECK(NEAR(f, (40 + 10 * 6e-6 / 2e-6) / 40, 1e-9));
+	/* nonsense (no work between calls) is no factor */
+	CHECK(est_run_factor(10, 10, 0, 9e-6, 10e-6, 1e-6, false) == 1);
+	CHECK(est_run_factor(0, 0, 0, 0, 0, 0, false) == 1);
+}
+
+TEST(totals_and_intervals)
+{
+	struct est_group g = {0};
+	struct est_total t;
+	double v1[3] = {100, 1000, 0};
+	struct est_period *p;
+
+	/* an exact period: no sampling error */
+	p = est_group_period(&g, 0);
+	est_period_plan(p, 1, 1);
+	est_period_add(p, 1, 1, 100, v1);
+	est_group_total(&g, 0, &t);
+	CHECK(t.est == 100 && t.lo == 100 && t.hi == 100 && t.sampled == 0 && t.periods == 1);
+	est_group_total(&g, 1, &t);
+	CHECK(t.est == 1000);
+	/* two sampled periods of 1 s, 10 calls seen at weight 10 each, then 30: 100 and 300 */
+	p = est_group_period(&g, 1);
+	est_period_plan(p, 1, 10);
+	est_period_add(p, 10, 1, 10, (double[3]){10, 0, 0});
+	p = est_group_period(&g, 2);
+	est_period_plan(p, 1, 10);
+	est_period_add(p, 10, 1.5, 20, (double[3]){20, 0, 0});
+	est_group_total(&g, 0, &t);
+	CHECK(NEAR(t.est, 100 + 100 + 300, 1e-9));
+	CHECK(t.sampled == 2 && t.seen == 130);
+	/* successive differences: (300 - 100)^2 / 2 * 2 periods; the Poisson floor is
+	 * (100 - 10) * 10 + (100 - 10) * 30^2 / 20 = 4950; t(1) = 12.706 */
+	CHECK(NEAR(t.hi - t.est, 12.706 * sqrt(40000), 1e-6));
+	CHECK(t.lo == 130); /* never below what was seen */
+	est_group_free(&g);
+	/* nothing seen in sampled periods: at most ~3 calls over the share observed */
+	p = est_group_period(&g, 0);
+	est_period_plan(p, 1, 50);
+	est_group_total(&g, 0, &t);
+	CHECK(t.est == 0 && t.lo == 0 && NEAR(t.hi, 150, 1e-9));
+	CHECK(est_group_period(&g, 1000) != NULL && g.n == 1001);
+	est_group_free(&g);
+	CHECK(NEAR(est_t975(1), 12.706, 1e-9) && NEAR(est_t975(1000), 1.96, 1e-9) && est_t975(40) < 2.03);
+}
+
+int main(int argc, char **argv)
+{
+	T_BEGIN(argv);
+	RUN(slots);
+	RUN(unbiased_design);
+	RUN(unbiased_under_guard);
+	RUN(run_factor);
+	RUN(totals_and_intervals);
+	return T_END();
+}

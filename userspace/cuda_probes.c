@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: MIT
+/* Probe groups on and off (the sampling windows), what the BPF side counts for them, and
+ * the calibration of what each part of a probe costs. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "cuda.h"
+#include "cuda_int.h"
+#include "elfsym.h"
+#include "log.h"
+#include "umulti.h"
+
+static void *close_fds(void *arg)
+{
+	struct close_batch *b = arg;
+	struct timespec ts;
+
+	/* The probes fire until close() takes the breakpoints out: a loaded machine can
+	 * start this thread late, and that time was attached too. */
+	if (b->began) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		atomic_store(b->began, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+	}
+	for (size_t i = 0; i < b->n; i++)
+		close(b->fds[i]);
+	free(b);
+	return NULL;
+}
+
+void cuda_close_async(struct close_batch *b)
+{
+	pthread_attr_t a;
+	pthread_t t;
+
+	if (!b || !b->n) {
+		if (b && b->began)
+			atomic_store(b->began, (int64_t)(cuda_mono_now() * 1e9));
+		free(b);
+		return;
+	}
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &a, close_fds, b) != 0)
+		close_fds(b);
+	pthread_attr_destroy(&a);
+}
+
+int cuda_group_attach(struct cuda_tracer *c, struct cobj *o, int g)
+{
+	for (int ret = 0; ret <= 1; ret++) {
+		int fd;
+
+		if (!o->cnt[g][ret] || o->link[g][ret] >= 0)
+			continue;
+		fd = umulti__attach(
+		    bpf_program__fd(ret ? c->skel->progs.cuda_exit_multi : c->skel->progs.cuda_enter_multi), o->path,
+		    o->offs[g][ret], o->cookies[g][ret], o->cnt[g][ret], ret, o->pid);
+		if (fd < 0)
+			return fd;
+		o->link[g][ret] = fd;
+	}
+	return 0;
+}
+
+void cuda__set_group(struct cuda_tracer *c, int g, bool on, _Atomic int64_t *began)
+{
+	struct close_batch *b = NULL;
+
+	if (!c->multi || g < 0 || g >= CG__COUNT)
+		return;
+	pthread_mutex_lock(&c->lock);
+	if (c->group_on[g] == on) {
+		pthread_mutex_unlock(&c->lock);
+		if (began && !on)
+			atomic_store(began, (int64_t)(cuda_mono_now() * 1e9));
+		return;
+	}
+	if (on) {
+		for (size_t i = 0; i < c->nobjs; i++) {
+			int err = cuda_group_attach(c, c->objs[i], g);
+
+			if (err)
+				pr_debug("cannot attach %s probes to pid %d: %s", cuda_group_names[g], c->objs[i]->pid,
+					 strerror(-err));
+		}
+	} else {
+		b = malloc(sizeof(*b) + sizeof(int) * 2 * c->nobjs);
+		if (b) {
+			b->n = 0;
+			b->began = began;
+		}
+		for (size_t i = 0; i < c->nobjs; i++) {
+			for (int ret = 0; ret <= 1; ret++) {
+				int fd = c->objs[i]->link[g][ret];
+
+				if (fd < 0)
+					continue;
+				c->objs[i]->link[g][ret] = -1;
+				if (b)
+					b->fds[b->n++] = fd;
+				else
+					close(fd);
+			}
+		}
+	}
+	c->group_on[g] = on;
+	pthread_mutex_unlock(&c->lock);
+	if (!on) {
+		if (!b && began)
+			atomic_store(began, (int64_t)(cuda_mono_now() * 1e9));
+		cuda_close_async(b);
+	}
+}
+
+void cuda__set_window(struct cuda_tracer *c, int g, uint32_t id)
+{
+	if (g < 0 || g >= CG__COUNT)
+		return;
+	__atomic_store_n(&c->skel->bss->window_id[g], id, __ATOMIC_RELEASE);
+}
+
+int cuda__window_threads(struct cuda_tracer *c, int g, uint32_t id, uint32_t *tids, struct cuda_tstate *out, int max)
+{
+	int fd = bpf_map__fd(c->skel->maps.tstates), n = 0;
+	struct cuda_tkey key, next, *prev = NULL;
+
+	/* An LRU map of a few thousand entries at most: one pass. */
+	while (n < max && bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (key.group != (uint32_t)g || bpf_map_lookup_elem(fd, &key, &out[n]) || out[n].window != id)
+			continue;
+		tids[n++] = key.tid;
+	}
+	return n;
+}
+
+void cuda__group_hits(struct cuda_tracer *c, uint64_t hits[CG__COUNT])
+{
+	for (int g = 0; g < CG__COUNT; g++)
+		hits[g] = __atomic_load_n(&c->skel->bss->group_hits[g], __ATOMIC_RELAXED);
+}
+
+void cuda__group_costs(struct cuda_tracer *c, uint64_t cost_ns[CG__COUNT])
+{
+	for (int g = 0; g < CG__COUNT; g++)
+		cost_ns[g] = __atomic_load_n(&c->skel->bss->group_cost_ns[g], __ATOMIC_RELAXED);
+}
+
+int64_t cuda__group_pending(struct cuda_tracer *c, int g)
+{
+	if (g < 0 || g >= CG__COUNT)
+		return 0;
+	return __atomic_load_n(&c->skel->bss->group_pending[g], __ATOMIC_RELAXED);
+}
+
+void cuda__arm_guard(struct cuda_tracer *c, int g, uint64_t at)
+{
+	if (g < 0 || g >= CG__COUNT)
+		return;
+	c->skel->bss->guard_at[g] = at;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	c->skel->bss->guard_armed[g] = 1;
+}
+
+int cuda__guard_fd(struct cuda_tracer *c)
+{
+	return bpf_map__fd(c->skel->maps.guard_events);
+}
+
+void cuda__set_traps(struct cuda_tracer *c, double entry, double ret)
+{
+	c->skel->bss->trap_ns[0] = entry > 0 ? (uint64_t)(entry * 1e9) : 0;
+	c->skel->bss->trap_ns[1] = ret > 0 ? (uint64_t)(ret * 1e9) : 0;
+}
+
+/* ---- calibration --------------------------------------------------------------------- */
+
+/* gpubpf's own functions, probed at start-up to measure what one hit costs here. Their
+ * first instruction is what every CUDA entry point begins with (all of libcudart's and
+ * libcuda's exported functions start with `push %rbp`), because that decides the cost:
+ * x86 uprobes emulate a push, but single-step most other instructions out of line, one
+ * more trap, which more than doubled the measured cost in this VM (23 us against 10).
+ * The second one shares the first one's page: a thread running through it while the
+ * first is probed and unprobed pays what a target thread pays when a window opens. */
+void gpubpf_calibration_target(volatile int *x);
+void gpubpf_calibration_neighbour(volatile int *x);
+#if defined(__x86_64__)
+__asm__(".text\n"
+	".p2align 6\n"
+	".globl gpubpf_calibration_target\n"
+	".type gpubpf_calibration_target, @function\n"
+	"gpubpf_calibration_target:\n"
+	"\tpush %rbp\n"
+	"\tmov %rsp, %rbp\n"
+	"\taddl $1, (%rdi)\n"
+	"\tpop %rbp\n"
+	"\tret\n"
+	".size gpubpf_calibration_target, .-gpubpf_calibration_target\n"
+	".globl gpubpf_calibration_neighbour\n"
+	".type gpubpf_calibration_neighbour, @function\n"
+	"gpubpf_calibration_neighbour:\n"
+	"\tpush %rbp\n"
+	"\tmov %rsp, %rbp\n"
+	"\taddl $1, (%rdi)\n"
+	"\tpop %rbp\n"
+	"\tret\n"
+	".size gpubpf_calibration_neighbour, .-gpubpf_calibration_neighbour\n");
+#else
+__attribute__((noinline, used)) void gpubpf_calibration_target(volatile int *x)
+{
+	(*x)++;
+}
+__attribute__((noinline, used)) void gpubpf_calibration_neighbour(volatile int *x)
+{
+	(*x)++;
+}
+#endif
+
+static double time_calls(int n)
+{
+	volatile int x = 0;
+	double t0 = cuda_mono_now();
+
+	for (int i = 0; i < n; i++)
+		gpubpf_calibration_target(&x);
+	return cuda_mono_now() - t0;
+}
+
+static double best_of(int runs, int n)
+{
+	double best = 1e9;
+
+	for (int r = 0; r < runs; r++) {
+		double t = time_calls(n);
+
+		if (t < best)
+			best = t;
+	}
+	return best;
+}
+
+/* An entry or return probe on the calibration target, either kind of link. */
+struct calib_link {
+	int fd;
+	struct bpf_link *l;
+};
+
+static int calib_attach(struct cuda_tracer *c, struct calib_link *k, uint64_t off, bool ret)
+{
+	uint64_t cookie = CUDA_COOKIE(0xffff, CC_CALIBRATE, 0, 0, 0, 0);
+
+	k->fd = -1;
+	k->l = NULL;
+	if (c->multi) {
+		struct bpf_program *p = ret ? c->skel->progs.cuda_exit_multi : c->skel->progs.cuda_enter_multi;
+
+		k->fd = umulti__attach(bpf_program__fd(p), "/proc/self/exe", &off, &cookie, 1, ret, getpid());
+		return k->fd < 0 ? k->fd : 0;
+	} else {
+		LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = ret);
+		struct bpf_program *p = ret ? c->skel->progs.cuda_exit : c->skel->progs.cuda_enter;
+
+		k->l = bpf_program__attach_uprobe_opts(p, getpid(), "/proc/self/exe", (size_t)off, &opts);
+		return k->l ? 0 : -errno;
+	}
+}
+
+/* Detach without waiting for the grace period (on a thread). */
+static void calib_detach(struct calib_link *k)
+{
+	if (k->fd >= 0) {
+		struct close_batch *b = malloc(sizeof(*b) + sizeof(int));
+
+		if (b) {
+			b->began = NULL;
+			b->n = 1;
+			b->fds[0] = k->fd;
+			cuda_close_async(b);
+		} else {
+			close(k->fd);
+		}
+	}
+	bpf_link__destroy(k->l);
+	k->fd = -1;
+	k->l = NULL;
+}
+
+/* A thread of gpubpf's running through the probed page: calls made. */
+struct victim {
+	_Atomic int stop;
+	_Atomic uint64_t calls;
+};
+
+static void *victim_run(void *arg)
+{
+	struct victim *v = arg;
+	volatile int x = 0;
+
+	while (!atomic_load_explicit(&v->stop, memory_order_relaxed)) {
+		for (int i = 0; i < 256; i++)
+			gpubpf_calibration_neighbour(&x);
+		atomic_fetch_add_explicit(&v->calls, 256, memory_order_relaxed);
+	}
+	return NULL;
+}
+
+/* Calls the victim makes in SECS, with ROUNDS attach-detach rounds of an entry probe at
+ * OFF in that time (0: none). */
+static double victim_calls(struct cuda_tracer *c, struct victim *v, uint64_t off, double secs, int rounds)
+{
+	uint64_t c0 = atomic_load(&v->calls);
+	double t0 = cuda_mono_now(), end = t0 + secs;
+
+	for (int r = 0; r < rounds; r++) {
+		struct calib_link k;
+
+		if (calib_attach(c, &k, off, false) == 0)
+			calib_detach(&k);
+	}
+	while (cuda_mono_now() < end)
+		;
+	return (double)(atomic_load(&v->calls) - c0) / (cuda_mono_now() - t0) * secs;
+}
+
+/* What a window's opening and closing costs a thread running through the probed page: the
+ * victim's calls lost against rounds without, per round, at the victim's own call rate. */
+static double window_cost(struct cuda_tracer *c, uint64_t off)
+{
+	struct victim v = {0};
+	pthread_t t;
+	double lost = 0, rate = 0;
+	const int rounds = 4;
+
+	if (pthread_create(&t, NULL, victim_run, &v))
+		return -1;
+	victim_calls(c, &v, off, 0.002, 0); /* the victim gets going */
+	for (int r = 0; r < 2; r++) {
+		double quiet = victim_calls(c, &v, off, 0.005, 0), busy = victim_calls(c, &v, off, 0.005, rounds);
+
+		rate = quiet / 0.005 > rate ? quiet / 0.005 : rate;
+		lost += (quiet - busy) / 2;
+	}
+	atomic_store(&v.stop, 1);
+	pthread_join(t, NULL);
+	if (!(rate > 0))
+		return -1;
+	lost /= rounds;
+	return lost > 0 ? lost / rate : 0;
+}
+
+int cuda__calibrate(struct cuda_tracer *c, struct cuda_calib *out)
+{
+	struct elfsym_want w[2] = {{.name = "gpubpf_calibration_target"}, {.name = "gpubpf_calibration_neighbour"}};
+	const int n = 300; /* x3 probed runs at ~11 us a call: ~10 ms of gpubpf's time */
+	struct calib_link k[2];
+	double base, entry, both, first = 1e9;
+	uint64_t h0, ns0;
+	int fd, err;
+
+	for (double *p = &out->traced_call; p <= &out->attach; p++)
+		*p = -1;
+	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || elfsym__lookup_fd(fd, w, 2) != 2) {
+		if (fd >= 0)
+			close(fd);
+		return -ENOENT;
+	}
+	close(fd);
+	/* The unprobed cost first: after the probes, their closing (on a thread) could
+	 * still be under way and make the base look dearer, the cost cheaper. Best of three
+	 * each time: the least disturbed run is the closest to the real cost. */
+	base = best_of(3, n);
+	err = calib_attach(c, &k[0], w[0].offset, false);
+	if (err)
+		return err;
+	h0 = c->skel->bss->calib_hits;
+	ns0 = c->skel->bss->calib_ns;
+	entry = best_of(3, n);
+	if (c->skel->bss->calib_hits - h0 < (uint64_t)n) {
+		calib_detach(&k[0]);
+		return -EIO;
+	}
+	out->prog = (double)(c->skel->bss->calib_ns - ns0) / 1e9 / (double)(c->skel->bss->calib_hits - h0);
+	err = calib_attach(c, &k[1], w[0].offset, true);
+	if (err) {
+		calib_detach(&k[0]);
+		return err;
+	}
+	both = best_of(3, n);
+	calib_detach(&k[1]);
+	calib_detach(&k[0]);
+	out->traced_call = (both - base) / n;
+	out->trap_entry = (entry - base) / n - out->prog;
+	out->trap_return = (both - entry) / n;
+	/* The first hit after an attach, against the next ones; the attach itself. */
+	for (int r = 0; r < 3; r++) {
+		double t0 = cuda_mono_now(), t1, one, rest;
+
+		if (calib_attach(c, &k[0], w[0].offset, false))
+			break;
+		t1 = cuda_mono_now();
+		one = time_calls(1);
+		rest = time_calls(16) / 16;
+		calib_detach(&k[0]);
+		if (one - rest < first)
+			first = one - rest;
+		if (out->attach < 0 || t1 - t0 < out->attach)
+			out->attach = t1 - t0;
+	}
+	out->first_hit = first < 1e9 ? (first > 0 ? first : 0) : -1;
+	out->window = c->multi ? window_cost(c, w[0].offset) : -1;
+	return out->traced_call > 0 ? 0 : -EIO;
+}

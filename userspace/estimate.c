@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: MIT
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "estimate.h"
+
+int est_slots(double d, double len, double min_slot)
+{
+	double k, most;
+
+	if (!(d > 0) || d >= 1 || !(len > 0))
+		return 1;
+	k = ceil(1 / d - 1e-9);
+	most = min_slot > 0 ? floor(len / min_slot) : k;
+	if (k > most)
+		k = most;
+	if (k > 1e6)
+		k = 1e6;
+	return k < 1 ? 1 : (int)k;
+}
+
+int est_pick(int k, double u)
+{
+	int j;
+
+	if (k <= 1 || !(u > 0))
+		return 0;
+	j = (int)(u * k);
+	return j >= k ? k - 1 : j;
+}
+
+double est_slot(const struct est_segment *seg, int k, int j, double *open, double *close)
+{
+	double len = (seg->end - seg->start) / (k > 0 ? k : 1);
+
+	*open = seg->start + j * len;
+	/* the last slot ends where the segment does, whatever the rounding */
+	*close = j + 1 >= k ? seg->end : seg->start + (j + 1) * len;
+	return seg->weight * (k > 0 ? k : 1);
+}
+
+struct est_segment est_segment_split(double t, double end, double w)
+{
+	struct est_segment s = {.start = t, .end = end > t ? end : t, .weight = w};
+
+	return s;
+}
+
+double est_run_factor(uint32_t calls, uint32_t run_calls, double run_start, double last, double backlog,
+		      double last_cost, bool slept)
+{
+	double work, rate, pushed;
+
+	/* The run's rate without probes: its calls after the first over the time they took
+	 * less what the probes of the calls before the last took. One call says nothing. */
+	if (!calls || slept || run_calls < 2 || !(backlog > 0))
+		return 1;
+	work = (last - run_start) - (backlog - last_cost);
+	if (!(work > 0))
+		return 1;
+	rate = (run_calls - 1) / work;
+	/* The whole backlog pushed calls past the window's end at that rate; never more
+	 * than the run would have made again (a probe cannot slow a thread to nothing). */
+	pushed = backlog * rate;
+	if (pushed > 20.0 * run_calls)
+		pushed = 20.0 * run_calls;
+	return (calls + pushed) / calls;
+}
+
+struct est_period *est_group_period(struct est_group *g, size_t i)
+{
+	if (i >= g->cap) {
+		size_t cap = g->cap ? g->cap : 16;
+		struct est_period *np;
+
+		while (cap <= i)
+			cap *= 2;
+		np = realloc(g->p, cap * sizeof(*np));
+		if (!np)
+			return NULL;
+		memset(np + g->cap, 0, (cap - g->cap) * sizeof(*np));
+		g->p = np;
+		g->cap = cap;
+	}
+	if (i >= g->n)
+		g->n = i + 1;
+	return &g->p[i];
+}
+
+void est_period_plan(struct est_period *p, double len, double w)
+{
+	if (len > p->len)
+		p->len = len;
+	if (w > p->wmax)
+		p->wmax = w;
+	if (w > 1)
+		p->sampled = true;
+}
+
+void est_period_add(struct est_period *p, double w, double factor, double n, const double values[3])
+{
+	if (!(w >= 1))
+		w = 1;
+	if (!(factor >= 1))
+		factor = 1;
+	if (w > 1 || factor > 1)
+		p->sampled = true;
+	p->seen += n;
+	for (int v = 0; v < 3; v++) {
+		double x = values[v] * factor;
+
+		p->raw[v] += values[v];
+		p->est[v] += w * x;
+		/* Each call's value is in the sum with probability 1/w: its own share of the
+		 * variance is (w^2 - w) value^2; the calls of a window share theirs equally. */
+		if (n > 0)
+			p->poisson[v] += (w * w - w) * x * x / n;
+	}
+}
+
+double est_t975(int df)
+{
+	static const double t[] = {0,	  12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+				   2.201, 2.179,  2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080,
+				   2.074, 2.069,  2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
+
+	if (df < 1)
+		return t[1];
+	if (df <= 30)
+		return t[df];
+	if (df <= 60)
+		return 2.042 - (2.042 - 2.000) * (df - 30) / 30.0;
+	if (df <= 120)
+		return 2.000 - (2.000 - 1.980) * (df - 60) / 60.0;
+	return 1.96;
+}
+
+void est_group_total(const struct est_group *g, int v, struct est_total *out)
+{
+	double var_sd = 0, var_p = 0, sq = 0, prev = 0, raw = 0, seen_sampled = 0, len_s = 0, obs_s = 0;
+	int ns = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (v < 0 || v > 2)
+		return;
+	for (size_t i = 0; i < g->n; i++) {
+		const struct est_period *p = &g->p[i];
+
+		if (!(p->len > 0) && !p->seen)
+			continue;
+		out->periods++;
+		out->seen += p->seen;
+		out->est += p->est[v];
+		raw += p->raw[v];
+		if (!p->sampled)
+			continue;
+		/* Successive differences of the periods' rates, over sampled periods only:
+		 * fully observed periods have no sampling error. */
+		{
+			double r = p->len > 0 ? p->est[v] / p->len : 0;
+
+			if (ns > 0)
+				sq += (r - prev) * (r - prev);
+			prev = r;
+		}
+		ns++;
+		var_sd += p->len * p->len;
+		var_p += p->poisson[v];
+		seen_sampled += p->seen;
+		len_s += p->len;
+		obs_s += p->wmax > 0 ? p->len / p->wmax : p->len;
+	}
+	out->sampled = ns;
+	if (ns >= 2)
+		var_sd *= sq / (2.0 * (ns - 1));
+	else
+		var_sd = 0;
+	{
+		double var = var_sd > var_p ? var_sd : var_p, half = est_t975(ns >= 2 ? ns - 1 : 1000) * sqrt(var);
+
+		out->lo = out->est - half;
+		out->hi = out->est + half;
+	}
+	/* Whatever was seen happened: the interval never goes below it. */
+	if (out->lo < raw)
+		out->lo = raw;
+	if (out->hi < out->est)
+		out->hi = out->est;
+	/* Nothing seen where sampled: at most ~3 calls in the time observed (the rule of
+	 * three), scaled to the time sampled. */
+	if (ns > 0 && seen_sampled == 0 && v == 0 && obs_s > 0 && out->hi < out->est + 3 * len_s / obs_s)
+		out->hi = out->est + 3 * len_s / obs_s;
+}
+
+void est_group_free(struct est_group *g)
+{
+	free(g->p);
+	g->p = NULL;
+	g->n = g->cap = 0;
+}

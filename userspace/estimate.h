@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/* Estimates of a whole recording from probe groups attached in sampling windows, and how
+ * far to trust them. Pure arithmetic, no I/O: unit-tested under ASan and UBSan.
+ *
+ * The design (userspace/windows.c carries it out): time is cut into periods; in each
+ * period a windowed group is planned a duty d, the period is cut into K = ceil(1/d) equal
+ * slots and one slot, drawn uniformly, is attached. Every instant of the period is then
+ * observed with probability 1/K whatever the job does at that instant: bursts, idle
+ * phases, two threads, a job period that matches the window period. A call seen in a
+ * window of inclusion probability p counts 1/p (Horvitz-Thompson), so the sum over
+ * windows is an unbiased estimate of the calls of the whole recording, per call site as
+ * in total. Groups planned fully on (d = 1) are observed with probability 1 and count 1.
+ *
+ * The overhead guard may detach a group in the middle of its slot, when its calls cost
+ * far more than planned. That decision depends on the calls seen, so it cannot simply
+ * shorten the window: the rest of the slot would be observed with probability 0. The
+ * rest becomes a segment of its own, sampled the same way (K' slots, one drawn), and
+ * its calls count K * K' (est_segment_split): every instant keeps a known, non-zero
+ * probability, the product of the draws that led to it.
+ *
+ * Two corrections make the weight of a window a little different from K: the window's
+ * realized length (attaching and detaching take time; the weight is the segment's length
+ * over the length attached), and the probes' own delay (est_run_factor): a thread that
+ * calls again as soon as it can makes fewer calls while its probes cost it time, and the
+ * window would under-count it; the calls its probes pushed past the window are added back.
+ *
+ * Error: per group, the periods' estimates give a variance by successive differences
+ * (periods are strata with one slot drawn in each, so no unbiased variance estimator
+ * exists; neighbouring periods stand in for each other, which overstates the variance
+ * when the job's rate drifts: a conservative interval), with a Poisson floor for few
+ * calls. */
+#ifndef GPUBPF_ESTIMATE_H
+#define GPUBPF_ESTIMATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A segment of time [start, end) (seconds) observed with probability 1/weight so far:
+ * a period (weight 1), or the rest of a slot the guard cut short. */
+struct est_segment {
+	double start, end;
+	double weight;
+};
+
+/* Slots a segment of LEN seconds is cut into for duty D: ceil(1/D), at most LEN / MIN_SLOT
+ * (shorter windows than MIN_SLOT cannot be attached and detached in time), at least 1. */
+int est_slots(double d, double len, double min_slot);
+
+/* The slot drawn (0..k-1) from a uniform U in [0, 1). */
+int est_pick(int k, double u);
+
+/* The window of slot J of K in SEG: [*open, *close), and the weight of the calls seen in
+ * it (SEG's weight times K). */
+double est_slot(const struct est_segment *seg, int k, int j, double *open, double *close);
+
+/* The guard detached a group at T inside a window of weight W that was to last until
+ * END: the segment the rest of the window becomes. */
+struct est_segment est_segment_split(double t, double end, double w);
+
+/* The factor for the calls one thread made in one window (>= 1): the calls its probes'
+ * delay pushed past the window's end, added back. CALLS counted calls in the window;
+ * RUN_CALLS of them since the thread last slept or waited on the device, the first at
+ * RUN_START and the last at LAST (seconds); BACKLOG the probe time of that run, LAST_COST
+ * of its last hit; SLEPT: the thread slept after its last call (the delay was made up). */
+double est_run_factor(uint32_t calls, uint32_t run_calls, double run_start, double last, double backlog,
+		      double last_cost, bool slept);
+
+/* One period of one group: what was seen and what it estimates. */
+struct est_period {
+	double len;	   /* seconds */
+	bool sampled;	   /* observed with probability < 1 somewhere */
+	double wmax;	   /* the largest window weight planned in it */
+	double seen;	   /* calls seen */
+	double raw[3];	   /* values seen: calls, bytes (copies) or wait ns (syncs), spare */
+	double est[3];	   /* their estimates */
+	double poisson[3]; /* sum over windows of w * (w - 1) * value^2 / calls: a floor */
+};
+
+/* The periods of one group over a recording. */
+struct est_group {
+	struct est_period *p;
+	size_t n, cap;
+};
+
+/* Period I of G (created, zeroed, on first use; NULL when out of memory). */
+struct est_period *est_group_period(struct est_group *g, size_t i);
+
+/* A window of weight W is planned in period P of LEN seconds (whether or not it sees
+ * anything: a period that saw nothing still estimates nothing, with an error). */
+void est_period_plan(struct est_period *p, double len, double w);
+
+/* Add what a window of weight W saw in period P: N calls and VALUES[3] (sums), whose
+ * probes' delay FACTOR (est_run_factor) corrects. */
+void est_period_add(struct est_period *p, double w, double factor, double n, const double values[3]);
+
+struct est_total {
+	double seen;   /* calls seen */
+	double est;    /* estimate */
+	double lo, hi; /* 95% confidence interval */
+	int sampled;   /* periods observed with probability < 1 */
+	int periods;
+};
+
+/* The estimate of value V (0: calls, 1: bytes or wait) over every period of G, with its
+ * 95% confidence interval. */
+void est_group_total(const struct est_group *g, int v, struct est_total *out);
+
+void est_group_free(struct est_group *g);
+
+/* The 97.5% quantile of Student's t with DF degrees of freedom (1.96 for large DF). */
+double est_t975(int df);
+
+#endif /* GPUBPF_ESTIMATE_H */

@@ -1,0 +1,734 @@
+// SPDX-License-Identifier: MIT
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "cuda.h"
+#include "hmap.h"
+#include "log.h"
+#include "profile.h"
+#include "readfile.h"
+#include "windows.h"
+
+#define WIN_RING 8192	   /* windows whose books are kept (seconds of them, drains look back one) */
+#define WIN_THREADS 64	   /* threads per window with their own delay correction */
+#define GUARD_S 0.05	   /* the guard looks at least this often */
+#define FIRST_MEASURE 0.03 /* a group's first window, before anything is known of it */
+#define MIN_SLOT 0.002	   /* the shortest window worth opening */
+
+struct wthread {
+	uint32_t tid;
+	float factor;
+};
+
+/* The books of one window. */
+struct wrec {
+	uint32_t id; /* 0: free */
+	int group;
+	size_t period;
+	double weight;	/* 1 / the probability of its instants, by design */
+	double planned; /* the slot's length */
+	double open;	/* the gate opened: calls count from here */
+	double close;	/* ... and closed */
+	bool cut;	/* the guard or the end of the recording cut it short */
+	bool final;	/* its books are closed */
+	double w_eff;	/* the weight, for its realized length */
+	int nthr;
+	struct wthread thr[WIN_THREADS];
+};
+
+/* A group's plan in the current segment. Probes go in a little before a window opens
+ * (attaching takes time) and come out a little after it closes (calls in flight return),
+ * counting nothing then: a window is exactly the time its gate (window_id) is open. */
+struct gstate {
+	bool windowed;
+	struct est_segment seg;
+	double wopen, wclose; /* the slot drawn */
+	double weight;
+	bool attached;	  /* the probes are in */
+	bool pending;	  /* the slot drawn is still to come */
+	bool first;	  /* the first, measuring window */
+	double detach_at; /* > 0: detach once calls in flight have returned */
+	struct wrec *cur;
+	double look_t;
+	uint64_t look_hits;
+};
+
+struct windows {
+	struct cuda_tracer *c;
+	struct governor *gv;  /* the caller's: written under lock */
+	double period, lead;  /* lead: attach this early (the slowest attach seen, and more) */
+	pthread_mutex_t lock; /* the books, the estimates, gv */
+	pthread_t thread;
+	bool running;
+	int stop_fd; /* eventfd: stop */
+	struct ring_buffer *rb;
+	_Atomic int woken;
+	double start, stop_t, period_start;
+	size_t pi; /* the current period */
+	uint32_t next_id;
+	struct wrec *ring;
+	struct gstate gs[CG__COUNT];
+	struct est_group est[CG__COUNT];
+	struct hmap tcost; /* (tid) -> ns the thread spent in probes and window switches */
+	uint64_t windows, cuts;
+	unsigned short xsubi[3];
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int on_guard(void *ctx, void *data, size_t len)
+{
+	struct windows *w = ctx;
+
+	(void)data;
+	(void)len;
+	atomic_store(&w->woken, 1);
+	return 0;
+}
+
+struct windows *windows__new(struct cuda_tracer *c, struct governor *gv, double period)
+{
+	struct windows *w = calloc(1, sizeof(*w));
+	uint64_t seed = 0;
+	int err;
+
+	if (!w)
+		return NULL;
+	w->c = c;
+	w->gv = gv;
+	w->period = period;
+	w->stop_fd = -1;
+	pthread_mutex_init(&w->lock, NULL);
+	w->ring = calloc(WIN_RING, sizeof(*w->ring));
+	if (!w->ring) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	w->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (w->stop_fd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	w->rb = ring_buffer__new(cuda__guard_fd(c), on_guard, w, NULL);
+	if (!w->rb) {
+		err = -errno;
+		goto fail;
+	}
+	/* Slots drawn at random: GPUBPF_WINDOW_SEED fixes the draws (tests). */
+	if (getenv("GPUBPF_WINDOW_SEED"))
+		seed = strtoull(getenv("GPUBPF_WINDOW_SEED"), NULL, 0);
+	else if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
+		seed = (uint64_t)(now_s() * 1e9) ^ (uint64_t)getpid();
+	w->xsubi[0] = (unsigned short)seed;
+	w->xsubi[1] = (unsigned short)(seed >> 16);
+	w->xsubi[2] = (unsigned short)(seed >> 32);
+	for (int g = 0; g < CG__COUNT && g < gv->ngroups; g++) {
+		w->gs[g].windowed = !gv->exact && !gv->g[g].always;
+		/* until the recording starts, calls of windowed groups count nowhere */
+		if (w->gs[g].windowed)
+			cuda__set_window(c, g, CUDA_WINDOW_CLOSED);
+	}
+	w->next_id = 1;
+	w->lead = 0.001;
+	return w;
+fail:
+	windows__free(w);
+	errno = -err;
+	return NULL;
+}
+
+void windows__free(struct windows *w)
+{
+	if (!w)
+		return;
+	if (w->running)
+		windows__stop(w);
+	ring_buffer__free(w->rb);
+	if (w->stop_fd >= 0)
+		close(w->stop_fd);
+	for (int g = 0; g < CG__COUNT; g++)
+		est_group_free(&w->est[g]);
+	hmap__clear(&w->tcost);
+	free(w->ring);
+	pthread_mutex_destroy(&w->lock);
+	free(w);
+}
+
+static struct wrec *rec_of(struct windows *w, uint32_t id)
+{
+	struct wrec *r = &w->ring[id % WIN_RING];
+
+	return id && r->id == id ? r : NULL;
+}
+
+/* ---- the thread's side ---------------------------------------------------------------- */
+
+static void plan_segment(struct windows *w, int g, struct est_segment seg, double d, bool first)
+{
+	struct gstate *s = &w->gs[g];
+	int k = est_slots(d, seg.end - seg.start, MIN_SLOT), j = est_pick(k, erand48(w->xsubi));
+
+	s->seg = seg;
+	s->weight = est_slot(&seg, k, j, &s->wopen, &s->wclose);
+	s->first = first;
+	if (first && s->wclose > seg.start + FIRST_MEASURE)
+		s->wclose = seg.start + FIRST_MEASURE;
+	s->pending = true;
+}
+
+/* The threads that hit window R: their delay corrections, and the costs for the
+ * governor and the busiest thread's books. Right after the gate closed. */
+static void read_threads(struct windows *w, int g, struct wrec *r, double *busiest, double *all, double *hits)
+{
+	uint32_t tids[WIN_THREADS];
+	struct cuda_tstate st[WIN_THREADS];
+	int n = cuda__window_threads(w->c, g, r->id, tids, st, WIN_THREADS);
+	double per_window = governor__window_cost(w->gv);
+
+	*busiest = *all = *hits = 0;
+	for (int i = 0; i < n; i++) {
+		char path[64], *text, *p;
+		uint64_t nv = st[i].nvcsw, spent = 0;
+		bool slept;
+
+		/* Did the thread sleep after its last call in the window (its delay made up)?
+		 * A thread gone made no more calls either way. */
+		snprintf(path, sizeof(path), "/proc/%" PRIu64 "/task/%u/status", (uint64_t)st[i].tgid, tids[i]);
+		text = readfile__path(path, 1 << 16, true, NULL);
+		p = text ? strstr(text, "\nvoluntary_ctxt_switches:") : NULL;
+		slept = !p || strtoull(p + 25, NULL, 10) != nv;
+		free(text);
+		r->thr[r->nthr].tid = tids[i];
+		r->thr[r->nthr].factor = (float)est_run_factor(
+		    st[i].calls, st[i].run_calls, (double)st[i].run_start_ns / 1e9, (double)st[i].last_ns / 1e9,
+		    (double)st[i].backlog_ns / 1e9, (double)st[i].last_cost_ns / 1e9, slept);
+		r->nthr++;
+		*all += (double)st[i].cost_ns / 1e9;
+		*hits += st[i].hits;
+		if ((double)st[i].cost_ns / 1e9 > *busiest)
+			*busiest = (double)st[i].cost_ns / 1e9;
+		hmap__get(&w->tcost, tids[i], 0, 0, &spent);
+		hmap__put(&w->tcost, tids[i], 0, 0, spent + st[i].cost_ns + (uint64_t)(per_window * 1e9));
+	}
+}
+
+static void arm_guard(struct windows *w, int g, double t)
+{
+	struct gstate *s = &w->gs[g];
+	uint64_t hits[CG__COUNT];
+	double allow = governor__guard_hits(w->gv, g, GUARD_S);
+
+	cuda__group_hits(w->c, hits);
+	s->look_hits = hits[g];
+	s->look_t = t;
+	cuda__arm_guard(w->c, g, hits[g] + (uint64_t)(allow > 1 ? allow : 1));
+}
+
+/* Probes in for a window about to open (its gate still closed). */
+static void attach(struct windows *w, int g)
+{
+	struct gstate *s = &w->gs[g];
+	double t0 = now_s(), took;
+
+	s->detach_at = 0;
+	if (s->attached)
+		return;
+	cuda__set_group(w->c, g, true, NULL);
+	s->attached = true;
+	/* the next ones start this much earlier, and then some */
+	took = now_s() - t0;
+	if (2 * took + 0.0005 > w->lead)
+		w->lead = 2 * took + 0.0005 < 0.05 ? 2 * took + 0.0005 : 0.05;
+}
+
+static void open_window(struct windows *w, int g)
+{
+	struct gstate *s = &w->gs[g];
+	uint32_t id = w->next_id++;
+	struct wrec *r;
+
+	if (!id || id == CUDA_WINDOW_CLOSED)
+		id = w->next_id = 1, w->next_id++;
+	attach(w, g);
+	r = &w->ring[id % WIN_RING];
+	pthread_mutex_lock(&w->lock);
+	memset(r, 0, sizeof(*r));
+	r->id = id;
+	r->group = g;
+	r->period = w->pi;
+	r->weight = s->weight;
+	r->planned = s->wclose - s->wopen;
+	{
+		struct est_period *p = est_group_period(&w->est[g], w->pi);
+
+		if (p)
+			est_period_plan(p, w->period, r->weight);
+	}
+	pthread_mutex_unlock(&w->lock);
+	cuda__set_window(w->c, g, id);
+	r->open = now_s();
+	s->pending = false;
+	s->cur = r;
+	w->windows++;
+	arm_guard(w, g, r->open);
+}
+
+/* Close group G's window now: its gate first (the window ends exactly here), then its
+ * books. KEEP: the next window opens at once (the probes stay); else they come out once
+ * calls in flight have returned. CUT: the guard or the end cut it short. */
+static void close_window(struct windows *w, int g, bool keep, bool cut)
+{
+	struct gstate *s = &w->gs[g];
+	struct wrec *r = s->cur;
+	double busiest, all, hits, len;
+
+	if (!r)
+		return;
+	cuda__set_window(w->c, g, CUDA_WINDOW_CLOSED);
+	r->close = now_s();
+	r->cut = cut;
+	len = r->close - r->open;
+	pthread_mutex_lock(&w->lock);
+	read_threads(w, g, r, &busiest, &all, &hits);
+	governor__observe(w->gv, g, busiest, all, hits, len);
+	/* Timers fire late and early by a little: the window saw its slot's instants in
+	 * proportion to its length. A window cut short keeps its design weight: the rest of
+	 * its slot is sampled on its own. */
+	r->w_eff = r->weight;
+	if (!cut && len > 0 && r->planned > 0 && r->weight > 1)
+		r->w_eff = r->weight * r->planned / len;
+	r->final = true;
+	pthread_mutex_unlock(&w->lock);
+	s->cur = NULL;
+	if (!keep)
+		s->detach_at = r->close;
+}
+
+/* Probes out once their calls in flight have returned (at most a quarter period), unless
+ * the next window is about to need them. */
+static void maybe_detach(struct windows *w, int g, double t)
+{
+	struct gstate *s = &w->gs[g];
+
+	if (!s->attached || s->cur || !(s->detach_at > 0))
+		return;
+	if (s->pending && s->wopen - w->lead <= t + 2 * w->lead)
+		return;
+	if (cuda__group_pending(w->c, g) > 0 && t < s->detach_at + w->period / 4)
+		return;
+	cuda__set_group(w->c, g, false, NULL);
+	s->attached = false;
+	s->detach_at = 0;
+}
+
+/* Group G's window ends as planned; a first window's measurement plans the rest of its
+ * period. The next window starting at once keeps the probes. */
+static void end_window(struct windows *w, int g, double t)
+{
+	struct gstate *s = &w->gs[g];
+
+	if (s->first && s->seg.end > t + MIN_SLOT) {
+		struct est_segment rest = est_segment_split(t, s->seg.end, s->seg.weight);
+
+		close_window(w, g, false, false); /* measures the group */
+		pthread_mutex_lock(&w->lock);
+		governor__plan(w->gv);
+		pthread_mutex_unlock(&w->lock);
+		plan_segment(w, g, rest, w->gv->g[g].duty, false);
+	} else {
+		close_window(w, g, false, false);
+	}
+	if (s->pending && s->wopen <= t)
+		open_window(w, g);
+}
+
+static void guard_check(struct windows *w, double t)
+{
+	uint64_t hits[CG__COUNT];
+
+	cuda__group_hits(w->c, hits);
+	for (int g = 0; g < CG__COUNT; g++) {
+		struct gstate *s = &w->gs[g];
+		double n = (double)(hits[g] - s->look_hits), dt = t - s->look_t;
+
+		if (!s->windowed || !s->cur)
+			continue;
+		if (n > 0 && dt > 0 && governor__guard(w->gv, g, n, dt)) {
+			double end = s->wclose, d;
+			int k;
+
+			pthread_mutex_lock(&w->lock);
+			governor__saturated(w->gv, g);
+			governor__plan(w->gv);
+			d = w->gv->g[g].duty;
+			pthread_mutex_unlock(&w->lock);
+			k = est_slots(d, end - t, MIN_SLOT);
+			/* Too little left to sample: it stays open, at most 2 * MIN_SLOT. */
+			if (k >= 2) {
+				double weight = s->cur->weight;
+
+				pr_debug(
+				    "guard: %s cut at %.0f hits in %.1f ms; the rest of its window sampled 1 in %d",
+				    cuda_group_names[g], n, dt * 1e3, k);
+				close_window(w, g, false, true);
+				w->cuts++;
+				plan_segment(w, g, est_segment_split(t, end, weight), d, false);
+				continue;
+			}
+		}
+		arm_guard(w, g, t);
+	}
+}
+
+static void new_period(struct windows *w)
+{
+	w->pi++;
+	pthread_mutex_lock(&w->lock);
+	governor__plan(w->gv);
+	pthread_mutex_unlock(&w->lock);
+	for (int g = 0; g < CG__COUNT; g++) {
+		struct gstate *s = &w->gs[g];
+		struct est_segment seg = {.start = w->period_start, .end = w->period_start + w->period, .weight = 1};
+
+		if (!s->windowed)
+			continue;
+		close_window(w, g, false, false);
+		plan_segment(w, g, seg, w->gv->g[g].duty, !w->gv->g[g].measured);
+		/* open from the boundary: the probes stay, the calls go to the new window */
+		if (s->wopen <= w->period_start)
+			open_window(w, g);
+	}
+}
+
+static void *run(void *arg)
+{
+	struct windows *w = arg;
+	int rb_fd = ring_buffer__epoll_fd(w->rb);
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	for (;;) {
+		struct pollfd pf[2] = {{.fd = w->stop_fd, .events = POLLIN}, {.fd = rb_fd, .events = POLLIN}};
+		double t = now_s(), next = t + GUARD_S;
+		bool look = atomic_exchange(&w->woken, 0);
+		struct timespec to;
+
+		for (int g = 0; g < CG__COUNT; g++)
+			look = look || (w->gs[g].cur && t >= w->gs[g].look_t + GUARD_S * 0.8);
+		if (look)
+			guard_check(w, t);
+		while (t >= w->period_start + w->period) {
+			w->period_start += w->period;
+			new_period(w);
+		}
+		for (int g = 0; g < CG__COUNT; g++) {
+			struct gstate *s = &w->gs[g];
+
+			if (!s->windowed)
+				continue;
+			t = now_s();
+			if (s->cur && t >= s->wclose)
+				end_window(w, g, t);
+			if (!s->cur && s->pending && !s->attached && t >= s->wopen - w->lead)
+				attach(w, g);
+			if (!s->cur && s->pending && t >= s->wopen) {
+				if (t < s->wclose)
+					open_window(w, g);
+				else
+					s->pending = false; /* late past its whole slot: cannot happen */
+			}
+			maybe_detach(w, g, t);
+			if (s->cur && s->wclose < next)
+				next = s->wclose;
+			if (!s->cur && s->pending)
+				next = fmin(next, s->attached ? s->wopen : s->wopen - w->lead);
+			if (s->detach_at > 0 && s->attached)
+				next = fmin(next, t + 0.005);
+		}
+		if (w->period_start + w->period < next)
+			next = w->period_start + w->period;
+		t = now_s();
+		if (next < t)
+			next = t;
+		to.tv_sec = (time_t)(next - t);
+		to.tv_nsec = (long)((next - t - (double)to.tv_sec) * 1e9);
+		if (ppoll(pf, 2, &to, NULL) > 0) {
+			if (pf[0].revents)
+				break;
+			if (pf[1].revents)
+				ring_buffer__consume(w->rb);
+		}
+	}
+	/* The end: every open window closes here (its slot, cut by the end, is the part
+	 * recorded), and the probes stay for the final drain. */
+	w->stop_t = now_s();
+	pr_debug("windows: %" PRIu64 " opened, %" PRIu64 " cut by the guard; probes attached %.2f ms before a window",
+		 w->windows, w->cuts, w->lead * 1e3);
+	for (int g = 0; g < CG__COUNT; g++)
+		if (w->gs[g].cur)
+			close_window(w, g, true, w->gs[g].wclose > w->stop_t);
+	return NULL;
+}
+
+int windows__start(struct windows *w)
+{
+	double t = now_s();
+	int err;
+
+	w->start = w->period_start = t;
+	w->pi = 0;
+	/* Period 0: every group is attached since load, its first window opens now. */
+	pthread_mutex_lock(&w->lock);
+	governor__plan(w->gv);
+	pthread_mutex_unlock(&w->lock);
+	for (int g = 0; g < CG__COUNT; g++) {
+		struct gstate *s = &w->gs[g];
+		struct est_segment seg = {.start = t, .end = t + w->period, .weight = 1};
+
+		if (!s->windowed)
+			continue;
+		s->attached = true;
+		plan_segment(w, g, seg, w->gv->g[g].duty, !w->gv->g[g].measured);
+		if (s->wopen <= t)
+			open_window(w, g);
+		else
+			s->detach_at = t;
+	}
+	err = pthread_create(&w->thread, NULL, run, w);
+	if (err)
+		return -err;
+	w->running = true;
+	return 0;
+}
+
+void windows__stop(struct windows *w)
+{
+	uint64_t one = 1;
+
+	if (!w || !w->running)
+		return;
+	if (write(w->stop_fd, &one, sizeof(one)) != sizeof(one))
+		pr_debug("cannot wake the window thread: %s", strerror(errno));
+	pthread_join(w->thread, NULL);
+	w->running = false;
+}
+
+/* ---- the drains' side ------------------------------------------------------------------ */
+
+int windows__weight(struct windows *w, uint32_t id, uint32_t tid, double *weight, double *factor)
+{
+	struct wrec *r;
+	int ret = 1;
+
+	*weight = *factor = 1;
+	pthread_mutex_lock(&w->lock);
+	r = rec_of(w, id);
+	if (!r)
+		ret = -ENOENT;
+	else if (!r->final)
+		ret = 0;
+	else {
+		*weight = r->w_eff;
+		for (int i = 0; i < r->nthr; i++)
+			if (r->thr[i].tid == tid)
+				*factor = r->thr[i].factor;
+	}
+	pthread_mutex_unlock(&w->lock);
+	return ret;
+}
+
+void windows__add(struct windows *w, uint32_t id, double n, const double values[3], double weight, double factor)
+{
+	struct wrec *r;
+
+	pthread_mutex_lock(&w->lock);
+	r = rec_of(w, id);
+	if (r) {
+		struct est_period *p = est_group_period(&w->est[r->group], r->period);
+
+		if (p)
+			est_period_add(p, weight, factor, n, values);
+	}
+	pthread_mutex_unlock(&w->lock);
+}
+
+void windows__summary(struct windows *w, struct windows_summary *out)
+{
+	uint64_t max = 0;
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&w->lock);
+	/* The last period ends with the recording: its length is what was recorded of it. */
+	for (int g = 0; g < CG__COUNT; g++) {
+		if (w->stop_t > 0 && w->est[g].n > w->pi)
+			w->est[g].p[w->pi].len = w->stop_t - w->period_start;
+		est_group_total(&w->est[g], 0, &out->calls[g]);
+		est_group_total(&w->est[g], 1, &out->value[g]);
+	}
+	hmap_for_each(&w->tcost, e) if (e->val > max)
+	{
+		max = e->val;
+		out->busiest_tid = (int)e->k[0];
+	}
+	out->windows = w->windows;
+	out->guard_cuts = w->cuts;
+	out->elapsed = (w->stop_t > 0 ? w->stop_t : now_s()) - w->start;
+	pthread_mutex_unlock(&w->lock);
+	out->probes = (double)max / 1e9;
+}
+
+void windows__governor(struct windows *w, struct governor *out)
+{
+	pthread_mutex_lock(&w->lock);
+	*out = *w->gv;
+	pthread_mutex_unlock(&w->lock);
+}
+
+void windows__duty_text(const struct governor *gv, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (int g = 0; g < gv->ngroups && off < len; g++) {
+		int n;
+
+		if (gv->g[g].always)
+			continue;
+		n = snprintf(buf + off, len - off, "%s%s %.3g%%", off ? ", " : "", gv->g[g].name, 100 * gv->g[g].duty);
+		if (n < 0)
+			break;
+		off += (size_t)n;
+	}
+}
+
+/* "12,345" */
+static const char *grouped(char *buf, size_t len, double v)
+{
+	char raw[32];
+	size_t n, o = 0;
+
+	snprintf(raw, sizeof(raw), "%.0f", v < 0 ? 0 : v);
+	n = strlen(raw);
+	for (size_t i = 0; i < n && o + 2 < len; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = raw[i];
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+static void estimate_comment(struct profile *prof, const char *group, const char *what, const struct est_total *t)
+{
+	char e[32], lo[32], hi[32], seen[32];
+	double half = (t->hi - t->lo) / 2;
+
+	if (!t->sampled) {
+		profile__add_comment(prof, "cuda estimate: %s: %s %s, every call seen (attached all the time)", group,
+				     grouped(e, sizeof(e), t->est), what);
+		return;
+	}
+	profile__add_comment(prof,
+			     "cuda estimate: %s: %s %s, 95%% CI %s-%s (+-%.2g%%), from %s calls seen in windows of "
+			     "%d of %d periods",
+			     group, grouped(e, sizeof(e), t->est), what, grouped(lo, sizeof(lo), t->lo),
+			     grouped(hi, sizeof(hi), t->hi), t->est > 0 ? 100 * half / t->est : 0,
+			     grouped(seen, sizeof(seen), t->seen), t->sampled, t->periods);
+}
+
+/* The parts of what gpubpf cost the busiest thread, as fractions of ELAPSED. */
+static void cost_parts(struct windows *w, const uint64_t cost[CG__COUNT], const struct governor *gv, double elapsed,
+		       struct windows_summary *sum, double *probes, double *always)
+{
+	double secs = elapsed > 0 ? elapsed : 1;
+
+	*probes = *always = 0;
+	memset(sum, 0, sizeof(*sum));
+	if (w) {
+		windows__summary(w, sum);
+		*probes = sum->probes / secs;
+		for (int g = 0; g < CG__COUNT; g++)
+			if (!w->gs[g].windowed)
+				*always += (double)cost[g] / 1e9 / secs;
+	} else {
+		/* no windows, no per-thread books: all threads' probe time, as if one's */
+		for (int g = 0; g < CG__COUNT; g++)
+			*probes += (double)cost[g] / 1e9 / secs;
+	}
+	(void)gv;
+}
+
+double windows__overhead(struct windows *w, const uint64_t cost_ns[CG__COUNT], const struct governor *gv,
+			 double elapsed)
+{
+	struct windows_summary sum;
+	double probes, always;
+
+	cost_parts(w, cost_ns, gv, elapsed, &sum, &probes, &always);
+	return probes + always + gv->cpu_cost;
+}
+
+void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const struct governor *gv,
+		       struct profile *prof, double budget_pct, const char *exact_why, double elapsed)
+{
+	struct windows_summary sum;
+	char duty[256];
+	double probes, always, total;
+
+	windows__duty_text(gv, duty, sizeof(duty));
+	cost_parts(w, cost, gv, elapsed, &sum, &probes, &always);
+	if (w) {
+		profile__add_comment(
+		    prof,
+		    "cuda: sampled windows under a %.3g%% overhead budget: one window a period (%.3g s) per group, "
+		    "its slot drawn at random, so every instant is seen with a known probability and each call seen "
+		    "counts 1/p; last duty cycles: %s (allocations and name lookups always attached); counts, bytes "
+		    "and waits of windowed groups are estimates of the whole recording",
+		    budget_pct, w->period, duty);
+		for (int g = 0; g < CG__COUNT; g++) {
+			if (!w->gs[g].windowed)
+				continue;
+			estimate_comment(prof, cuda_group_names[g], "calls", &sum.calls[g]);
+			if (g == CG_COPY && sum.value[g].est > 0)
+				estimate_comment(prof, cuda_group_names[g], "bytes", &sum.value[g]);
+			if (g == CG_SYNC && sum.value[g].est > 0)
+				estimate_comment(prof, cuda_group_names[g], "ns waited", &sum.value[g]);
+		}
+	} else {
+		profile__add_comment(prof, "cuda: exact counts (%s): every probe attached all the time", exact_why);
+	}
+	/* What gpubpf cost the busiest thread, each part as measured (see --help). */
+	total = probes + always + gv->cpu_cost;
+	profile__add_comment(
+	    prof,
+	    "cuda cost: estimated overhead %.3g%% of the busiest target thread: probe hits %.3g%% (their programs "
+	    "timed in the job, plus traps of %.2f us at entry and %.2f us at return, calibrated), %" PRIu64
+	    " windows opened and closed (%.2f us each with its first hit, counted with the hits), groups never "
+	    "windowed %.3g%%, CPU sampling %.3g%% (%.2f us a sample); planned %.3g%%; a traced call costs %.2f us "
+	    "on gpubpf's own calibration call",
+	    100 * total, 100 * probes, gv->trap_entry * 1e6, gv->trap_return * 1e6, sum.windows,
+	    governor__window_cost(gv) * 1e6, 100 * always, 100 * gv->cpu_cost, gv->sample_cost * 1e6,
+	    100 * governor__overhead(gv), gv->cost_per_hit * 1e6);
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/* The sampling windows of the overhead budget, on a thread of their own: every period it
+ * plans each probe group's duty (governor.h), draws the slot its window takes
+ * (estimate.h), attaches and detaches the group on time whatever the main loop is doing
+ * (its drains and symbolization take tens of milliseconds, and a window that waited for
+ * them would cover the wrong instants), watches the hits with the overhead guard, and
+ * closes each window's books: its realized length, its weight, and per thread the
+ * correction for the delay its probes caused. Drained calls get their weight here. */
+#ifndef GPUBPF_WINDOWS_H
+#define GPUBPF_WINDOWS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cuda_api.h"
+#include "estimate.h"
+#include "governor.h"
+
+struct cuda_tracer;
+struct windows;
+
+/* Windows for the groups of GV (planned and costed there; GV must outlive it) over the
+ * probes of C, one per PERIOD seconds. NULL with errno set. */
+struct windows *windows__new(struct cuda_tracer *c, struct governor *gv, double period);
+
+/* The recording starts now: the first period begins and the thread runs. 0 or -errno. */
+int windows__start(struct windows *w);
+
+/* The recording ends now: every open window closes and its books are closed (this waits
+ * for the detaches to begin), the thread ends. Drained calls all have their weight after. */
+void windows__stop(struct windows *w);
+
+void windows__free(struct windows *w);
+
+/* The weight of a call of thread TID in window ID (1 / the probability it was seen) and
+ * the correction for its probes' delay. 1: known; 0: the window's books are not closed
+ * yet (ask again at the next drain); -ENOENT: no such window (weight 1). */
+int windows__weight(struct windows *w, uint32_t id, uint32_t tid, double *weight, double *factor);
+
+/* Count a drained entry of window ID: N calls, VALUES (calls, bytes or wait ns, 0) before
+ * weighting, at WEIGHT and FACTOR, into its period's estimates (the confidence interval). */
+void windows__add(struct windows *w, uint32_t id, double n, const double values[3], double weight, double factor);
+
+/* Where the recording stands, for the status line, the comments and the summary. */
+struct windows_summary {
+	struct est_total calls[CG__COUNT]; /* per group: calls seen, estimate, interval */
+	struct est_total value[CG__COUNT]; /* bytes (copies) or wait ns (syncs) */
+	uint64_t windows;		   /* windows opened */
+	uint64_t guard_cuts;		   /* windows the guard cut short */
+	double elapsed;			   /* seconds recorded */
+	/* measured costs to the busiest thread, seconds over the recording */
+	double probes; /* its probe hits (program time measured, traps calibrated), window switches */
+	int busiest_tid;
+};
+void windows__summary(struct windows *w, struct windows_summary *out);
+
+/* A copy of the governor as the thread last planned it. */
+void windows__governor(struct windows *w, struct governor *out);
+
+/* "launches 2.1%, copies 100%, ..." */
+void windows__duty_text(const struct governor *gv, char *buf, size_t len);
+
+/* What gpubpf cost the busiest target thread over ELAPSED seconds, as measured (a
+ * fraction): its probe hits and window switches, groups never windowed, CPU sampling. */
+double windows__overhead(struct windows *w, const uint64_t cost_ns[CG__COUNT], const struct governor *gv,
+			 double elapsed);
+
+/* The profile's comments on the windows (W; NULL: exact counts, for EXACT_WHY): per group
+ * the calls seen, the estimate and its 95% confidence interval, and what gpubpf cost the
+ * busiest target thread, part by part, over ELAPSED seconds (COST_NS: cuda__group_costs
+ * at the end). */
+struct profile;
+void windows__comments(struct windows *w, const uint64_t cost_ns[CG__COUNT], const struct governor *gv,
+		       struct profile *prof, double budget_pct, const char *exact_why, double elapsed);
+
+#endif /* GPUBPF_WINDOWS_H */
