@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
+#include <dirent.h>
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -24,16 +26,148 @@ struct cpu_sampler {
 	struct cpu_bpf *skel;
 	struct bpf_link **links;
 	int *pfds;
-	int ncpu;
+	int nfds;      /* one per CPU, or one per target thread */
+	bool per_task; /* each target thread sampled on its own clock */
 	const char *event;
 	uint32_t ev_type; /* the event opened (cycles or cpu-clock) */
 	uint64_t ev_config;
 	uint64_t samples; /* drained into the profile */
 };
 
-static int perf_open(struct perf_event_attr *attr, int cpu)
+/* The most threads sampled on their own clocks (an fd each); past it, per CPU. */
+#define MAX_TASK_EVENTS 4096
+
+static int perf_open(struct perf_event_attr *attr, int pid, int cpu)
 {
-	return (int)syscall(__NR_perf_event_open, attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	return (int)syscall(__NR_perf_event_open, attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static void close_events(struct cpu_sampler *c)
+{
+	for (int i = 0; c->links && i < c->nfds; i++) {
+		bpf_link__destroy(c->links[i]);
+		c->links[i] = NULL;
+	}
+	for (int i = 0; c->pfds && i < c->nfds; i++)
+		if (c->pfds[i] >= 0)
+			close(c->pfds[i]);
+	c->nfds = 0;
+}
+
+/* One event per online CPU: whatever runs there is sampled (-a). */
+static int open_cpu_events(struct cpu_sampler *c, struct perf_event_attr *attr)
+{
+	int n = libbpf_num_possible_cpus(), opened = 0;
+
+	if (n <= 0)
+		return n < 0 ? n : -ENODEV;
+	c->pfds = calloc((size_t)n, sizeof(int));
+	c->links = calloc((size_t)n, sizeof(*c->links));
+	if (!c->pfds || !c->links)
+		return -ENOMEM;
+	for (int cpu = 0; cpu < n; cpu++) {
+		int fd = perf_open(attr, -1, cpu);
+
+		if (fd >= 0) {
+			c->pfds[c->nfds++] = fd;
+			opened++;
+			continue;
+		}
+		/* A possible but offline CPU answers ENODEV: nothing to sample there. */
+		if (errno == ENODEV)
+			continue;
+		return -errno;
+	}
+	return opened ? 0 : -ENODEV;
+}
+
+static bool task_open(const struct cpu_sampler *c, int tid, const int *tids)
+{
+	for (int i = 0; i < c->nfds; i++)
+		if (tids[i] == tid)
+			return true;
+	return false;
+}
+
+/* Every thread of PID not sampled yet gets its own event. 0 when none was new, 1 when one
+ * was, or a negative errno. */
+static int open_threads(struct cpu_sampler *c, struct perf_event_attr *attr, int pid, int *tids)
+{
+	char dir[64];
+	struct dirent *d;
+	DIR *dp;
+	int found = 0, err = 0;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/task", pid);
+	dp = opendir(dir);
+	if (!dp)
+		return errno == ENOENT ? 0 : -errno;
+	while ((d = readdir(dp))) {
+		int tid = atoi(d->d_name), fd;
+
+		if (tid <= 0 || task_open(c, tid, tids))
+			continue;
+		if (c->nfds >= MAX_TASK_EVENTS) {
+			err = -E2BIG;
+			break;
+		}
+		fd = perf_open(attr, tid, -1);
+		if (fd < 0) {
+			if (errno == ESRCH) /* it exited meanwhile */
+				continue;
+			err = -errno;
+			break;
+		}
+		tids[c->nfds] = tid;
+		c->pfds[c->nfds++] = fd;
+		found = 1;
+	}
+	closedir(dp);
+	return err ? err : found;
+}
+
+/* Each target thread on its own clock, as perf record does: a sample every 1/freq
+ * seconds of the thread's own CPU time, whatever else the CPU runs (per-CPU timers sample
+ * whoever runs at their tick, and a thread that wakes with the tick is never there).
+ * inherit: the threads and processes they start later get events of their own. */
+static int open_task_events(struct cpu_sampler *c, struct perf_event_attr *attr)
+{
+	const struct record_opts *o = c->s->opts;
+	int *tids = calloc(MAX_TASK_EVENTS, sizeof(int)), err = 0;
+
+	c->pfds = calloc(MAX_TASK_EVENTS, sizeof(int));
+	c->links = calloc(MAX_TASK_EVENTS, sizeof(*c->links));
+	if (!tids || !c->pfds || !c->links) {
+		free(tids);
+		return -ENOMEM;
+	}
+	attr->inherit = 1;
+	if (o->command) {
+		/* held before its exec: everything it becomes and starts inherits this one */
+		int fd = perf_open(attr, (int)procs__child(c->s->procs), -1);
+
+		if (fd < 0)
+			err = -errno;
+		else
+			c->pfds[c->nfds++] = fd;
+	}
+	for (int i = 0; !err && i < o->npids; i++) {
+		/* a thread started between the listing and its event inherits nothing: list
+		 * again until nothing new appears */
+		for (int pass = 0; pass < 8; pass++) {
+			int r = open_threads(c, attr, o->pids[i], tids);
+
+			if (r <= 0) {
+				err = r;
+				break;
+			}
+		}
+	}
+	free(tids);
+	attr->inherit = 0;
+	if (!err && !c->nfds)
+		err = -ESRCH;
+	return err;
 }
 
 /* Hardware cycles where a PMU exists, else the software cpu-clock (always here, in a VM). */
@@ -52,60 +186,48 @@ static int open_events(struct cpu_sampler *c)
 	    {PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, "cycles"},
 	    {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, "cpu-clock"},
 	};
-	int n = libbpf_num_possible_cpus(), err = 0, opened;
+	int err = 0;
 
-	if (n <= 0)
-		return n < 0 ? n : -ENODEV;
-	c->ncpu = n;
-	c->pfds = malloc(sizeof(int) * (size_t)n);
-	c->links = calloc((size_t)n, sizeof(*c->links));
-	if (!c->pfds || !c->links)
-		return -ENOMEM;
-	for (int i = 0; i < n; i++)
-		c->pfds[i] = -1;
+	c->per_task = !c->s->opts->all;
 	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
 		attr.type = kinds[k].type;
 		attr.config = kinds[k].config;
-		err = 0;
-		opened = 0;
-		for (int cpu = 0; cpu < n; cpu++) {
-			c->pfds[cpu] = perf_open(&attr, cpu);
-			if (c->pfds[cpu] >= 0) {
-				opened++;
-				continue;
-			}
-			/* A possible but offline CPU answers ENODEV: nothing to sample there. */
-			if (errno == ENODEV)
-				continue;
-			err = -errno;
-			break;
+		err = c->per_task ? open_task_events(c, &attr) : open_cpu_events(c, &attr);
+		if (err == -E2BIG) {
+			pr_warn("more than %d target threads: sampling per CPU, not each thread on its own clock",
+				MAX_TASK_EVENTS);
+			close_events(c);
+			free(c->pfds);
+			free(c->links);
+			c->pfds = NULL;
+			c->links = NULL;
+			c->per_task = false;
+			err = open_cpu_events(c, &attr);
 		}
-		if (!err && !opened)
-			err = -ENODEV;
 		if (!err) {
 			c->event = kinds[k].name;
 			c->ev_type = kinds[k].type;
 			c->ev_config = kinds[k].config;
 			break;
 		}
-		for (int cpu = 0; cpu < n; cpu++) {
-			if (c->pfds[cpu] >= 0)
-				close(c->pfds[cpu]);
-			c->pfds[cpu] = -1;
-		}
+		close_events(c);
+		free(c->pfds);
+		free(c->links);
+		c->pfds = NULL;
+		c->links = NULL;
+		c->per_task = !c->s->opts->all;
 	}
 	if (err) {
 		pr_err("cannot open a cpu-clock perf event: %s", strerror(-err));
 		return err;
 	}
-	pr_debug("sampling %s at %d Hz on %d CPUs", c->event, c->s->opts->freq, n);
-	for (int cpu = 0; cpu < n; cpu++) {
-		if (c->pfds[cpu] < 0)
-			continue;
-		c->links[cpu] = bpf_program__attach_perf_event(c->skel->progs.on_cpu_sample, c->pfds[cpu]);
-		if (!c->links[cpu]) {
+	pr_debug("sampling %s at %d Hz, %s (%d events)", c->event, c->s->opts->freq,
+		 c->per_task ? "each target thread on its own clock" : "per CPU", c->nfds);
+	for (int i = 0; i < c->nfds; i++) {
+		c->links[i] = bpf_program__attach_perf_event(c->skel->progs.on_cpu_sample, c->pfds[i]);
+		if (!c->links[i]) {
 			err = -errno;
-			pr_err("cannot attach the sampling program to CPU %d: %s", cpu, strerror(-err));
+			pr_err("cannot attach the sampling program to a perf event: %s", strerror(-err));
 			return err;
 		}
 	}
@@ -152,11 +274,7 @@ void cpu__free(struct cpu_sampler *c)
 {
 	if (!c)
 		return;
-	for (int i = 0; c->links && i < c->ncpu; i++)
-		bpf_link__destroy(c->links[i]);
-	for (int i = 0; c->pfds && i < c->ncpu; i++)
-		if (c->pfds[i] >= 0)
-			close(c->pfds[i]);
+	close_events(c);
 	free(c->links);
 	free(c->pfds);
 	cpu_bpf__destroy(c->skel);

@@ -193,7 +193,16 @@ void cuda__set_traps(struct cuda_tracer *c, double entry, double ret)
  * first is probed and unprobed pays what a target thread pays when a window opens. */
 void gpubpf_calibration_target(volatile int *x);
 void gpubpf_calibration_neighbour(volatile int *x);
+/* Spots to attach to while the neighbour runs: each attach writes a breakpoint into the
+ * page anew (the first one on a spot does), as a window's opening does. */
+#define CALIB_SPOTS 8
+void gpubpf_calibration_spots(void);
 #if defined(__x86_64__)
+#define SPOT(n)                                                                                                        \
+	"gpubpf_calibration_spot" #n ":\n"                                                                             \
+	"\tpush %rbp\n"                                                                                                \
+	"\tpop %rbp\n"                                                                                                 \
+	"\tret\n"
 __asm__(".text\n"
 	".p2align 6\n"
 	".globl gpubpf_calibration_target\n"
@@ -213,7 +222,11 @@ __asm__(".text\n"
 	"\taddl $1, (%rdi)\n"
 	"\tpop %rbp\n"
 	"\tret\n"
-	".size gpubpf_calibration_neighbour, .-gpubpf_calibration_neighbour\n");
+	".size gpubpf_calibration_neighbour, .-gpubpf_calibration_neighbour\n"
+	".globl gpubpf_calibration_spots\n"
+	".type gpubpf_calibration_spots, @function\n"
+	"gpubpf_calibration_spots:\n" SPOT(0) SPOT(1) SPOT(2) SPOT(3) SPOT(4) SPOT(5) SPOT(6)
+	    SPOT(7) ".size gpubpf_calibration_spots, .-gpubpf_calibration_spots\n");
 #else
 __attribute__((noinline, used)) void gpubpf_calibration_target(volatile int *x)
 {
@@ -222,6 +235,9 @@ __attribute__((noinline, used)) void gpubpf_calibration_target(volatile int *x)
 __attribute__((noinline, used)) void gpubpf_calibration_neighbour(volatile int *x)
 {
 	(*x)++;
+}
+__attribute__((noinline, used)) void gpubpf_calibration_spots(void)
+{
 }
 #endif
 
@@ -313,53 +329,64 @@ static void *victim_run(void *arg)
 	return NULL;
 }
 
-/* Calls the victim makes in SECS, with ROUNDS attach-detach rounds of an entry probe at
- * OFF in that time (0: none). */
-static double victim_calls(struct cuda_tracer *c, struct victim *v, uint64_t off, double secs, int rounds)
+/* Calls the victim makes in SECS; with SPOTS, an entry probe attached at each of them in
+ * that time (their links into *LINKS, detached later: a detach waits for a grace period). */
+static double victim_calls(struct cuda_tracer *c, struct victim *v, const uint64_t *spots, int nspots, double secs,
+			   struct calib_link *links)
 {
 	uint64_t c0 = atomic_load(&v->calls);
 	double t0 = cuda_mono_now(), end = t0 + secs;
 
-	for (int r = 0; r < rounds; r++) {
-		struct calib_link k;
-
-		if (calib_attach(c, &k, off, false) == 0)
-			calib_detach(&k);
-	}
+	for (int i = 0; i < nspots; i++)
+		calib_attach(c, &links[i], spots[i], false);
 	while (cuda_mono_now() < end)
 		;
 	return (double)(atomic_load(&v->calls) - c0) / (cuda_mono_now() - t0) * secs;
 }
 
-/* What a window's opening and closing costs a thread running through the probed page: the
- * victim's calls lost against rounds without, per round, at the victim's own call rate. */
-static double window_cost(struct cuda_tracer *c, uint64_t off)
+/* What a window's opening and closing costs a thread that runs through the probed page
+ * on another CPU (the breakpoint written into its code page, the page swapped under it):
+ * the calls it loses while breakpoints go in, against as long without, at its own call
+ * rate; the median of three tries, twice (a detach writes the page back the same way). */
+static double window_cost(struct cuda_tracer *c, uint64_t spot0)
 {
 	struct victim v = {0};
-	pthread_t t;
-	double lost = 0, rate = 0;
-	const int rounds = 4;
+	struct calib_link links[3][CALIB_SPOTS];
+	uint64_t spots[CALIB_SPOTS];
+	double loss[3], rate = 0, t;
+	pthread_t th;
 
-	if (pthread_create(&t, NULL, victim_run, &v))
+	/* each spot is 3 bytes after the last: push, pop, ret */
+	for (int i = 0; i < CALIB_SPOTS; i++)
+		spots[i] = spot0 + 3 * (uint64_t)i;
+	if (pthread_create(&th, NULL, victim_run, &v))
 		return -1;
-	victim_calls(c, &v, off, 0.002, 0); /* the victim gets going */
-	for (int r = 0; r < 2; r++) {
-		double quiet = victim_calls(c, &v, off, 0.005, 0), busy = victim_calls(c, &v, off, 0.005, rounds);
+	victim_calls(c, &v, NULL, 0, 0.002, NULL); /* the victim gets going */
+	for (int r = 0; r < 3; r++) {
+		double quiet = victim_calls(c, &v, NULL, 0, 0.004, NULL);
+		double busy = victim_calls(c, &v, spots, CALIB_SPOTS, 0.004, links[r]);
 
-		rate = quiet / 0.005 > rate ? quiet / 0.005 : rate;
-		lost += (quiet - busy) / 2;
+		rate = quiet / 0.004 > rate ? quiet / 0.004 : rate;
+		loss[r] = (quiet - busy) / CALIB_SPOTS;
 	}
 	atomic_store(&v.stop, 1);
-	pthread_join(t, NULL);
+	pthread_join(th, NULL);
+	for (int r = 0; r < 3; r++)
+		for (int i = 0; i < CALIB_SPOTS; i++)
+			calib_detach(&links[r][i]);
 	if (!(rate > 0))
 		return -1;
-	lost /= rounds;
-	return lost > 0 ? lost / rate : 0;
+	/* median of three */
+	t = loss[0] > loss[1] ? (loss[1] > loss[2] ? loss[1] : (loss[0] > loss[2] ? loss[2] : loss[0]))
+			      : (loss[0] > loss[2] ? loss[0] : (loss[1] > loss[2] ? loss[2] : loss[1]));
+	return t > 0 ? 2 * t / rate : 0;
 }
 
 int cuda__calibrate(struct cuda_tracer *c, struct cuda_calib *out)
 {
-	struct elfsym_want w[2] = {{.name = "gpubpf_calibration_target"}, {.name = "gpubpf_calibration_neighbour"}};
+	struct elfsym_want w[3] = {{.name = "gpubpf_calibration_target"},
+				   {.name = "gpubpf_calibration_neighbour"},
+				   {.name = "gpubpf_calibration_spots"}};
 	const int n = 300; /* x3 probed runs at ~11 us a call: ~10 ms of gpubpf's time */
 	struct calib_link k[2];
 	double base, entry, both, first = 1e9;
@@ -369,7 +396,7 @@ int cuda__calibrate(struct cuda_tracer *c, struct cuda_calib *out)
 	for (double *p = &out->traced_call; p <= &out->attach; p++)
 		*p = -1;
 	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || elfsym__lookup_fd(fd, w, 2) != 2) {
+	if (fd < 0 || elfsym__lookup_fd(fd, w, 3) != 3) {
 		if (fd >= 0)
 			close(fd);
 		return -ENOENT;
@@ -417,6 +444,6 @@ int cuda__calibrate(struct cuda_tracer *c, struct cuda_calib *out)
 			out->attach = t1 - t0;
 	}
 	out->first_hit = first < 1e9 ? (first > 0 ? first : 0) : -1;
-	out->window = c->multi ? window_cost(c, w[0].offset) : -1;
+	out->window = c->multi ? window_cost(c, w[2].offset) : -1;
 	return out->traced_call > 0 ? 0 : -EIO;
 }
