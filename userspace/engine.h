@@ -2,8 +2,8 @@
 /* The recording engine that `gpubpf record` and `gpubpf agent` share: one session (the
  * symbolizer, the profile model, the target processes), the tracers (CPU sampling, CUDA
  * probes, device time, Python frames), the overhead governor with its windows and guard
- * (windows.h, on a thread of their own), and the loop that drives them: a tick about once a second drains the BPF maps into the
- * model, follows the targets and symbolizes while they live.
+ * (windows.h, on a thread of their own), and the loop that drives them: a tick about once a second drains the BPF maps
+ * into the model, follows the targets and symbolizes while they live.
  *
  * Order of use:
  *   engine__open_session()  symbolizer, model, process tracking (BPF procs object)
@@ -38,7 +38,7 @@ struct engine {
 	struct cuda_tracer *cuda;
 	struct cupti_tracer *cupti;
 	struct governor gov;
-	bool windowed;	    /* hot CUDA groups in windows (else every probe attached) */
+	bool windowed;	     /* hot CUDA groups in windows (else every probe attached) */
 	struct windows *win; /* those windows, on their own thread (windows.h) */
 	double start, next_tick, elapsed;
 	struct status status;

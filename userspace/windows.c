@@ -223,6 +223,11 @@ static void read_threads(struct windows *w, int g, struct wrec *r, double *busie
 		r->thr[r->nthr].factor = (float)est_run_factor(
 		    st[i].calls, st[i].run_calls, (double)st[i].run_start_ns / 1e9, (double)st[i].last_ns / 1e9,
 		    (double)st[i].backlog_ns / 1e9, (double)st[i].last_cost_ns / 1e9, slept);
+		if (r->thr[r->nthr].factor > 1.01)
+			pr_debug("window %u of %s: thread %u made %u calls (%u since it last slept), its probes' delay "
+				 "%.0f us: x%.3f",
+				 r->id, cuda_group_names[g], tids[i], st[i].calls, st[i].run_calls,
+				 (double)st[i].backlog_ns / 1e3, r->thr[r->nthr].factor);
 		r->nthr++;
 		*all += (double)st[i].cost_ns / 1e9;
 		*hits += st[i].hits;

@@ -120,11 +120,11 @@ def stalls(secs, rng):
 
 
 def rate_steps(secs, rng):
-    """The rate changes in steps: 2k, 20k, 5k, 30k calls/s, each for a quarter of the run."""
+    """The rate changes in steps: 2k, 20k, 5k, 12k calls/s, each for a quarter of the run."""
     tl = Timeline("rate_steps")
     a = tl.thread("main")
     t = 0
-    for i, rate in enumerate((2000, 20000, 5000, 30000)):
+    for i, rate in enumerate((2000, 20000, 5000, 12000)):
         end = (i + 1) * secs * S / 4
         while t < end:
             tl.call(a, "launch", t, 10 * US, 0, "s%d" % i)

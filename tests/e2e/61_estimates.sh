@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Estimates on real launch patterns: the default mode (probe groups in sampling windows)
+# estimates every call site within 5% of the workload's own count and of --exact, on
+# replays of a real two-thread PyTorch timeline (H100) and on patterns that break a
+# steady-rate estimate: two threads in bursts, seconds idle at the start, stalls, rate
+# steps, a thread that starts late, a burst on every window period; attached in the
+# middle of a run with -p; and threads that call as fast as they can (the probes slow
+# them inside a window, and the estimate makes up for it).
+#
+# A fair statistical claim: windows of a 0.2 s period (GPUBPF_WINDOW_PERIOD; 1 s by
+# default, so a 12 s run holds 60 periods instead of 12) and --overhead-budget 5 (this
+# machine's probe hits cost ~12 us each, so at 1% a run sees ~400 calls a second and a
+# site needs minutes for a 5% claim; the design and the estimator are the same at any
+# budget, tests/unit/test_estimate.c shows them unbiased by simulation). Each run prints
+# its per-group 95% intervals; sites with under 2% of the calls are printed, not checked.
+source "$(dirname "$0")/lib.sh"
+need_root
+need_go
+if [ "${HAVE_CUDA:-}" != 1 ] || [ ! -x "$WL/cuda/replay" ]; then
+	skip all "CUDA is not installed here (no nvcc/libcudart): the estimates are of CUDA calls"
+	exit 0
+fi
+export GPUBPF_WINDOW_PERIOD=0.2
+BUDGET=5
+SECS=12
+REPLAY=$WL/cuda/replay
+CHECK=tests/e2e/estimates_check.py
+
+top() { pprof -sample_index=cuda_calls -top -cum -nodecount=500 -nodefraction=0 -edgefraction=0 "$1"; }
+intervals() { pprof -raw "$1" | sed -n 's/^Comment: cuda estimate: /    /p'; }
+
+# one PATTERN CALLS [replay args...]: default and --exact recordings of the replay
+one() {
+	local name=$1 calls=$2
+	shift 2
+	"$GPUBPF" record --overhead-budget $BUDGET -o "$TMP/$name.def.pb.gz" -- "$REPLAY" "$calls" "$@" \
+		>"$TMP/$name.own" 2>"$TMP/$name.def.err" || {
+		fail "$name" "default recording failed: $(tail -2 "$TMP/$name.def.err")"
+		return
+	}
+	"$GPUBPF" record --exact -o "$TMP/$name.ex.pb.gz" -- "$REPLAY" "$calls" "$@" \
+		>"$TMP/$name.own2" 2>"$TMP/$name.ex.err" || {
+		fail "$name" "exact recording failed: $(tail -2 "$TMP/$name.ex.err")"
+		return
+	}
+	top "$TMP/$name.def.pb.gz" >"$TMP/$name.def.top"
+	top "$TMP/$name.ex.pb.gz" >"$TMP/$name.ex.top"
+	echo "== $name"
+	if python3 $CHECK "$TMP/$name.def.top" "$TMP/$name.own" "$TMP/$name.ex.top" >"$TMP/$name.cmp"; then
+		pass "estimates-$name"
+	else
+		fail "estimates-$name" "$(grep MISMATCH "$TMP/$name.cmp" | tr '\n' ';')"
+	fi
+	cat "$TMP/$name.cmp"
+	intervals "$TMP/$name.def.pb.gz"
+}
+
+# The real timeline: 6 s without CUDA, then 2.5 s of two threads; the active part 4 times.
+one train "$WL/cuda/train.calls" --loop-from 6.1 --repeat 4
+for p in bursts idle_start stalls rate_steps late_thread periodic; do
+	secs=$SECS
+	# rate_steps' slow quarter is the site the budget skips whole periods of: 3 s hold 15
+	# periods, and a 5% claim on them needs more (its scatter was +-5% at 12 s).
+	[ $p = rate_steps ] && secs=$((2 * SECS))
+	python3 tests/workloads/cuda/patterns.py $p "$TMP/$p.calls" --seconds $secs >/dev/null
+	one "$p" "$TMP/$p.calls"
+done
+# The same bursts, each thread calling as fast as its own work allows (gaps spent working):
+# inside a window a call costs its probe too, and the thread makes fewer of them.
+one closed_loop "$TMP/bursts.calls" --closed
+
+# Attached in the middle: 10 s of a 20 s run; the truth is what the replay's log says it
+# called while gpubpf recorded (from its start, the profile's time, for its duration).
+python3 tests/workloads/cuda/patterns.py bursts "$TMP/b20.calls" --seconds 20 >/dev/null
+"$REPLAY" "$TMP/b20.calls" --log "$TMP/b20.log" >"$TMP/attach.own" &
+wl=$!
+KILL_PIDS+=("$wl")
+sleep 2.3
+if "$GPUBPF" record --overhead-budget $BUDGET -p "$wl" -d 10 -o "$TMP/attach.pb.gz" 2>"$TMP/attach.err"; then
+	wait "$wl"
+	start=$(pprof -raw "$TMP/attach.pb.gz" | sed -n 's/^Time: \(.*\) UTC$/\1/p')
+	start=$(date -d "$start" +%s.%N)
+	dur=$(pprof -raw "$TMP/attach.pb.gz" | sed -n 's/.*settings: .* duration=\([0-9.]*\)s.*/\1/p')
+	top "$TMP/attach.pb.gz" >"$TMP/attach.top"
+	echo "== attach (-p for ${dur} s from $start)"
+	if python3 $CHECK "$TMP/attach.top" "$TMP/attach.own" --log "$TMP/b20.log" --start "$start" \
+		--duration "$dur" >"$TMP/attach.cmp"; then
+		pass "estimates-attach"
+	else
+		fail "estimates-attach" "$(grep MISMATCH "$TMP/attach.cmp" | tr '\n' ';')"
+	fi
+	cat "$TMP/attach.cmp"
+	intervals "$TMP/attach.pb.gz"
+else
+	fail "estimates-attach" "$(tail -2 "$TMP/attach.err")"
+fi
+
+# A launch loop with real launch costs (a 4 us spin after each 40 ns failing call), a
+# fixed count: the probes (~12 us a hit here) take most of the thread's time inside a
+# window, and the estimate must make up for the calls they pushed out of it. KNOWN BIAS
+# (issue 13, open): the correction uses the calibrated cost of a hit, which is ~10% under
+# what a hit costs this loop, so the estimate comes out 7-9% low (1.37M and 1.39M of 1.5M
+# in two runs). Checked within 12% so that a regression shows; the note on issue 13 says
+# what is left.
+N=1500000
+TOL=12
+"$GPUBPF" record --overhead-budget $BUDGET -o "$TMP/ll.pb.gz" -- "$WL/cuda/launch_loop" $N --spin-us 4 \
+	>"$TMP/ll.out" 2>"$TMP/ll.err"
+got=$(pprof -sample_index=cuda_launches -top -cum -nodefraction=0 "$TMP/ll.pb.gz" | awk '$6 == "main" {print $4}')
+echo "== launch_loop $N --spin-us 4: estimated ${got:-none} (known bias: 7-9% low)"
+intervals "$TMP/ll.pb.gz"
+if [ -n "$got" ] && python3 -c "import sys; sys.exit(0 if abs($got - $N) <= $TOL / 100 * $N else 1)"; then
+	pass "estimates-launch-loop-spin"
+else
+	fail "estimates-launch-loop-spin" "estimated ${got:-none} of $N launches (more than $TOL% off)"
+fi
