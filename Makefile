@@ -5,6 +5,7 @@
 #   make demo       deps + build + profile the bundled demo workload and print a report
 #   make bench      deps + build + overhead benchmarks (docs/BENCHMARKS.md)
 #   make gpu-bundle the GPU check, carried to a machine with a GPU (tests/gpu/README.md)
+#   make bench-agent  the agent's own CPU and RSS over a 10-minute run (docs/AGENT.md)
 #   V=1             show full commands
 
 ARCH ?= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
@@ -29,13 +30,15 @@ endif
 # Debian packages the build, tests, demo and benchmarks need.
 DEB_PKGS := clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev libprotobuf-c-dev \
 	protobuf-c-compiler libjansson-dev golang-go pkg-config systemtap-sdt-dev libclang-rt-14-dev make \
-	gcc g++ binutils elfutils procps python3 xz-utils linux-perf hyperfine
+	gcc g++ binutils elfutils procps python3 xz-utils linux-perf hyperfine \
+	libcurl4-openssl-dev openssl
 
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fno-omit-frame-pointer -MMD -MP \
 	-I$(BUILD) -I$(BUILD)/proto -Iuserspace -Ibpf -DGPUBPF_VERSION='"$(VERSION)"'
-LDLIBS := -lbpf -lelf -ldw -lz -lprotobuf-c -ljansson -lstdc++ -lpthread -lm
+# libcurl: the agent's uploads to Pyroscope (userspace/ingest.c).
+LDLIBS := -lbpf -lelf -ldw -lz -lprotobuf-c -ljansson -lcurl -lstdc++ -lpthread -lm
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Ivmlinux/$(ARCH) -Ibpf -I$(BUILD)
@@ -63,7 +66,7 @@ WL_SRCS := $(wildcard tests/workloads/*.c)
 WL_BINS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WL_SRCS))
 WL_CFLAGS := -std=gnu11 -O0 -g -fno-omit-frame-pointer -Wall -Werror -pthread
 
-.PHONY: all deps test unit e2e demo bench clean format tools static
+.PHONY: all deps test unit e2e demo bench bench-agent clean format tools static
 .DEFAULT_GOAL := all
 # Keep the sanitizer objects between runs (only they: a bare .SECONDARY would also let
 # make skip rebuilding BPF objects and skeletons whose headers changed).
@@ -128,10 +131,15 @@ $(BUILD)/gpubpf: $(BUILD)/obj/main.o $(LIB_OBJS)
 # A static gpubpf (and the injection library beside it) to carry to a machine that has
 # a GPU but not our build dependencies: tests/gpu/README.md. libdw's own dependencies
 # (lzma, bzip2) must be named when linking it statically.
+# libcurl has no static build of its own dependencies here: the static binary's agent
+# writes files (--output-dir) and says so for --server.
 static: $(BUILD)/gpubpf-static
-$(BUILD)/gpubpf-static: $(BUILD)/obj/main.o $(LIB_OBJS)
+$(BUILD)/obj/ingest-nocurl.o: userspace/ingest.c $(SKELS) $(PROTO_H) | $(BUILD)/obj
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -DGPUBPF_NO_CURL -c $< -o $@
+$(BUILD)/gpubpf-static: $(BUILD)/obj/main.o $(filter-out $(BUILD)/obj/ingest.o,$(LIB_OBJS)) $(BUILD)/obj/ingest-nocurl.o
 	$(call msg,LINK,$@)
-	$(Q)$(CC) -static $(CFLAGS) $^ $(LDLIBS) -lelf -lz -llzma -lbz2 -o $@ 2>&1 | \
+	$(Q)$(CC) -static $(CFLAGS) $^ $(filter-out -lcurl,$(LDLIBS)) -lelf -lz -llzma -lbz2 -o $@ 2>&1 | \
 		{ grep -v 'statically linked applications requires at runtime\|in function' || true; }
 	$(Q)test -x $@
 
@@ -162,6 +170,11 @@ demo: deps all tools
 
 bench: deps all tools
 	$(Q)BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) HAVE_CUDA=$(HAVE_CUDA) tests/bench.sh
+
+# The agent's own CPU and RSS over 10 minutes of CUDA jobs coming and going (also in
+# make bench with BENCH_AGENT=1; BENCH_AGENT_SECONDS shortens it).
+bench-agent: deps all tools
+	$(Q)BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) python3 tests/bench_agent.py
 
 format:
 	clang-format -i bpf/*.c bpf/*.h userspace/*.c userspace/*.h tests/unit/*.c tests/unit/*.h tests/workloads/*.c

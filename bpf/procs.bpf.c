@@ -13,6 +13,10 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Follow children of targets (off with --no-inherit). */
 const volatile bool follow_children = true;
+/* The agent watches every process: events of processes outside the target set do not
+ * wake userspace one by one (on a busy host they come hundreds a second); its next poll,
+ * within 100 ms, takes them in a batch. */
+const volatile bool lazy_wakeup = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -74,7 +78,8 @@ static __always_inline void emit_paused(__u32 type, __u32 pid, __u32 ppid, bool 
 	e->ts_ns = bpf_ktime_get_ns();
 	e->paused = may_pause ? maybe_pause(pid, e->ts_ns) : 0;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
-	bpf_ringbuf_submit(e, 0);
+	/* a held process waits for userspace: always wake it */
+	bpf_ringbuf_submit(e, lazy_wakeup && !e->paused && !bpf_map_lookup_elem(&targets, &pid) ? BPF_RB_NO_WAKEUP : 0);
 }
 
 static __always_inline void emit(__u32 type, __u32 pid, __u32 ppid)

@@ -19,6 +19,7 @@ struct record_opts {
 	int npids;
 	bool all;	    /* -a */
 	bool daemon;	    /* gpubpf agent: runs on when the targets exit */
+	bool host_wide;	    /* the agent: watch every process, probe objects host-wide, sample the targets */
 	char **command;	    /* argv after --, NULL-terminated, or NULL */
 	int freq;	    /* -F, samples per second per CPU */
 	double duration;    /* -d seconds, 0 = until stopped or targets exit */

@@ -188,7 +188,7 @@ static int open_events(struct cpu_sampler *c)
 	};
 	int err = 0;
 
-	c->per_task = !c->s->opts->all;
+	c->per_task = !c->s->opts->all && !c->s->opts->host_wide;
 	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
 		attr.type = kinds[k].type;
 		attr.config = kinds[k].config;
@@ -215,7 +215,7 @@ static int open_events(struct cpu_sampler *c)
 		free(c->links);
 		c->pfds = NULL;
 		c->links = NULL;
-		c->per_task = !c->s->opts->all;
+		c->per_task = !c->s->opts->all && !c->s->opts->host_wide;
 	}
 	if (err) {
 		pr_err("cannot open a cpu-clock perf event: %s", strerror(-err));

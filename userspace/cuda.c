@@ -403,14 +403,14 @@ static void scan_object(void *ctx, int pid, int fd, const char *path)
 	 * object once found without CUDA entry points is not read again. */
 	if (fstat(fd, &st) == 0 && hmap__get(&c->plain, st.st_dev, st.st_ino, 5, NULL))
 		return;
-	attach_object(c, c->s->opts->all ? -1 : pid, fd, path, &plain);
+	attach_object(c, c->s->opts->all || c->s->opts->host_wide ? -1 : pid, fd, path, &plain);
 	if (plain)
 		hmap__put(&c->plain, st.st_dev, st.st_ino, 5, 1);
 }
 
 static int scan_pid(struct cuda_tracer *c, int pid)
 {
-	return objscan__pid(pid, c->s->opts->all ? 0 : pid, &c->scanned, scan_object, c);
+	return objscan__pid(pid, c->s->opts->all || c->s->opts->host_wide ? 0 : pid, &c->scanned, scan_object, c);
 }
 
 static void on_change(void *ctx, int pid)

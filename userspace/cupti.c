@@ -378,7 +378,7 @@ static void scan_object(void *ctx, int pid, int fd, const char *shown)
 	struct cupti_tracer *c = ctx;
 	const char *base = strrchr(shown, '/');
 	char path[64];
-	int attach_pid = c->s->opts->all ? -1 : pid;
+	int attach_pid = c->s->opts->all || c->s->opts->host_wide ? -1 : pid;
 
 	base = base ? base + 1 : shown;
 	if (strncmp(base, "libgpubpf_inject", 16) != 0 || load_bpf(c))
@@ -433,7 +433,7 @@ static void forget_ranges(struct cupti_tracer *c, int pid)
 
 static void scan_pid(struct cupti_tracer *c, int pid)
 {
-	objscan__pid(pid, c->s->opts->all ? 0 : pid, &c->scanned, scan_object, c);
+	objscan__pid(pid, c->s->opts->all || c->s->opts->host_wide ? 0 : pid, &c->scanned, scan_object, c);
 }
 
 static void on_change(void *ctx, int pid)

@@ -3,6 +3,7 @@
  * as it was. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,43 @@ int64_t engine__wall_ns(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static volatile sig_atomic_t stop_signals;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_signals++;
+}
+
+void engine__install_signals(void)
+{
+	struct sigaction sa = {.sa_handler = on_signal};
+
+	sigemptyset(&sa.sa_mask);
+	/* No SA_RESTART: a signal must interrupt the poll so we stop promptly. */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+int engine__stop_signals(void)
+{
+	return (int)stop_signals;
+}
+
+double engine__overhead(struct engine *e)
+{
+	uint64_t cost[CG__COUNT];
+	struct governor g;
+
+	if (!e->win || !e->cuda)
+		return governor__overhead(&e->gov);
+	cuda__group_costs(e->cuda, cost);
+	windows__governor(e->win, &g);
+	return windows__overhead(e->win, cost, &g, engine__now() - e->start);
 }
 
 /* The symbolizer keeps every object it reads open (so exited processes still resolve),
@@ -289,8 +327,9 @@ static int tick(struct engine *e, double t)
 		windows__duty_text(&now_gov, duty, sizeof(duty));
 		snprintf(extra, sizeof(extra), "  overhead ~%.2g%%%s%s%s", 100 * governor__overhead(&now_gov),
 			 show ? " (" : "", show ? duty : "", show ? ")" : "");
-		status__update(&e->status, t - e->start, procs__num_live(s->procs), e->st.samples,
-			       e->st.lost_stacks + e->st.dropped + procs__lost_events(s->procs), extra);
+		if (!e->quiet)
+			status__update(&e->status, t - e->start, procs__num_live(s->procs), e->st.samples,
+				       e->st.lost_stacks + e->st.dropped + procs__lost_events(s->procs), extra);
 	}
 	if (e->on_tick) {
 		err = e->on_tick(e->on_tick_ctx, t);

@@ -43,6 +43,7 @@ struct engine {
 	double start, next_tick, elapsed;
 	struct status status;
 	char desc[128];
+	bool quiet; /* no status line (the agent) */
 	/* called at the end of each tick, after the drains and symbolization (the agent cuts
 	 * its intervals there); 0 or a negative errno, which stops the engine */
 	int (*on_tick)(void *ctx, double now);
@@ -58,6 +59,14 @@ enum engine_state {
 	ENGINE_EXITED = 1,   /* every root target exited */
 	ENGINE_DURATION = 2, /* -d expired */
 };
+
+/* SIGINT, SIGTERM and SIGHUP count stop requests (no SA_RESTART: they cut a wait short);
+ * SIGPIPE is ignored. */
+void engine__install_signals(void);
+int engine__stop_signals(void);
+
+/* What gpubpf costs the busiest target thread so far, as measured (a fraction). */
+double engine__overhead(struct engine *e);
 
 /* Seconds of CLOCK_MONOTONIC; nanoseconds of CLOCK_REALTIME. */
 double engine__now(void);

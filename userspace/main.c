@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "agent.h"
 #include "cli.h"
 #include "convert.h"
 #include "log.h"
@@ -42,6 +43,10 @@ int main(int argc, char **argv)
 			cli__usage_record(stdout);
 			return 0;
 		}
+		if (!strcmp(argv[2], "agent")) {
+			agent__usage(stdout);
+			return 0;
+		}
 		if (!strcmp(argv[2], "report")) {
 			report__usage(stdout);
 			return 0;
@@ -50,11 +55,15 @@ int main(int argc, char **argv)
 			convert__usage(stdout);
 			return 0;
 		}
-		pr_err("no help for unknown command '%s' (commands: record, report, convert)", argv[2]);
+		pr_err("no help for unknown command '%s' (commands: record, agent, report, convert)", argv[2]);
 		return 2;
 	}
 	if (!strcmp(argv[1], "record")) {
 		err = record__main(argc - 1, argv + 1);
+		return err < 0 ? -err : 0;
+	}
+	if (!strcmp(argv[1], "agent")) {
+		err = agent__main(argc - 1, argv + 1);
 		return err < 0 ? -err : 0;
 	}
 	if (!strcmp(argv[1], "report")) {

@@ -324,7 +324,7 @@ static void gz_append(ProtobufCBuffer *buf, size_t len, const uint8_t *data)
 	}
 }
 
-static int write_gz(const Perftools__Profiles__Profile *msg, FILE *f)
+static int write_gz(const Perftools__Profiles__Profile *msg, FILE *f, int level)
 {
 	struct gz_out *g = calloc(1, sizeof(*g));
 	int err = 0;
@@ -334,7 +334,7 @@ static int write_gz(const Perftools__Profiles__Profile *msg, FILE *f)
 	g->base.append = gz_append;
 	g->f = f;
 	/* 15 + 16: a gzip header and trailer rather than a raw zlib stream */
-	if (deflateInit2(&g->zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+	if (deflateInit2(&g->zs, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
 		free(g);
 		return -ENOMEM;
 	}
@@ -718,6 +718,11 @@ static int build_tables(struct writer *w, Perftools__Profiles__Profile *msg)
 
 int pprof__write(const struct profile *p, FILE *f)
 {
+	return pprof__write_level(p, f, Z_DEFAULT_COMPRESSION);
+}
+
+int pprof__write_level(const struct profile *p, FILE *f, int level)
+{
 	Perftools__Profiles__Profile msg = PERFTOOLS__PROFILES__PROFILE__INIT;
 	struct writer w = {0};
 	int err = 0;
@@ -741,7 +746,7 @@ int pprof__write(const struct profile *p, FILE *f)
 	msg.n_string_table = w.nstrs;
 	/* protobuf-c's char ** is only read while packing */
 	msg.string_table = (char **)w.strs;
-	err = write_gz(&msg, f);
+	err = write_gz(&msg, f, level);
 out:
 	for (size_t i = 0; i < w.nowned; i++)
 		free(w.owned[i]);

@@ -59,6 +59,8 @@ struct procs {
 	struct hmap dl_files; /* (dev, inode, 0) -> 1 */
 	bool warned_dl;
 	struct holdguard guard; /* resumes held processes if gpubpf dies (-- only) */
+	procs_watch_fn watch;	/* host_wide: events of processes that are not targets */
+	void *watch_ctx;
 };
 
 static struct proc_ent *find(struct procs *p, int pid)
@@ -106,6 +108,37 @@ static void changed(struct procs *p, int pid)
 		p->on_change[i].cb(p->on_change[i].ctx, pid);
 }
 
+static int set_target(struct procs *p, int pid, __u32 val);
+
+static bool is_target(struct procs *p, int pid)
+{
+	__u32 key = (__u32)pid, val;
+
+	return bpf_map_lookup_elem(procs__targets_fd(p), &key, &val) == 0;
+}
+
+/* host_wide (the agent): an event of a process outside the target set goes to the
+ * watcher, which may make it a target; then it is handled as a target's event. */
+static bool watched(struct procs *p, const struct gpubpf_proc_event *ev)
+{
+	if (!p->opts->host_wide || p->opts->all || is_target(p, (int)ev->pid))
+		return true;
+	if (!p->watch || !p->watch(p->watch_ctx, ev) || ev->type == PROC_EV_EXIT)
+		return false;
+	return set_target(p, (int)ev->pid, TARGET_ROOT) == 0;
+}
+
+void procs__set_watch(struct procs *p, procs_watch_fn cb, void *ctx)
+{
+	p->watch = cb;
+	p->watch_ctx = ctx;
+}
+
+void procs__rescan(struct procs *p, int pid)
+{
+	changed(p, pid);
+}
+
 static int on_event(void *ctx, void *data, size_t len)
 {
 	struct procs *p = ctx;
@@ -115,6 +148,8 @@ static int on_event(void *ctx, void *data, size_t len)
 
 	if (len < sizeof(*ev))
 		return 0;
+	if (!watched(p, ev))
+		goto resume;
 	switch (ev->type) {
 	case PROC_EV_FORK:
 		pr_debug("following pid %u (%.16s), forked by %u", ev->pid, ev->comm, ev->ppid);
@@ -145,6 +180,7 @@ static int on_event(void *ctx, void *data, size_t len)
 		holdguard__forget(bpf_map__fd(p->skel->maps.held), (pid_t)ev->pid);
 		break;
 	}
+resume:
 	/* Whatever happened above, a process we stopped runs on. */
 	if (ev->paused)
 		holdguard__resume((pid_t)ev->pid);
@@ -226,10 +262,12 @@ struct procs *procs__new(const struct record_opts *o, struct syms *syms, const s
 		err = -errno;
 		goto fail;
 	}
-	p->skel->rodata->trace_all = o->all;
+	/* host_wide: lifecycle events of every process; samplers still follow the target set */
+	p->skel->rodata->trace_all = o->all || o->host_wide;
 	p->skel->rodata->self_tgid = (__u32)getpid();
 	p->skel->rodata->task_off = *task_off;
 	p->skel->rodata->follow_children = o->inherit;
+	p->skel->rodata->lazy_wakeup = o->host_wide && !o->all;
 	err = procs_bpf__load(p->skel);
 	if (err)
 		goto fail;
@@ -435,6 +473,13 @@ int procs__poll(struct procs *p, int timeout_ms)
 
 	if (n == -EINTR)
 		return 0;
+	if (n >= 0 && p->opts->host_wide && !p->opts->all) {
+		/* lazy_wakeup: the events that did not wake us */
+		int m = ring_buffer__consume(p->rb);
+
+		if (m > 0)
+			n += m;
+	}
 	return n;
 }
 

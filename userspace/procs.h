@@ -72,6 +72,16 @@ int procs__attach_dl_state(struct procs *p, int fd, uint64_t offset);
  * of a recording. Also done by procs__free() and, if gpubpf is killed, by its guardian. */
 void procs__end_holds(struct procs *p);
 
+/* host_wide (the agent): WATCH sees the fork, exec, load and exit events of processes
+ * outside the target set (a fork's ppid says whose child it is). Returning true makes
+ * the process a target, and the event is then handled as a target's. */
+typedef bool (*procs_watch_fn)(void *ctx, const struct gpubpf_proc_event *ev);
+void procs__set_watch(struct procs *p, procs_watch_fn cb, void *ctx);
+
+/* Tell every tracer that PID's mappings may have changed, as an exec or a load does: for
+ * a target added with procs__add_pid() once the tracers are set up. */
+void procs__rescan(struct procs *p, int pid);
+
 /* Counters for the status line. */
 int procs__num_live(const struct procs *p);
 unsigned long long procs__lost_events(const struct procs *p);

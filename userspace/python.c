@@ -1252,6 +1252,15 @@ int python__attach_session(struct session *s)
 	return 0;
 }
 
+void python__model_renewed(struct python *py)
+{
+	if (!py)
+		return;
+	/* the location ids named the old model's locations */
+	hmap__clear(&py->locs);
+	py->unknown_loc = py->trunc_loc = 0;
+}
+
 void python__note_pid(struct python *py, int pid)
 {
 	if (py && !pid_get(py, pid, false))

@@ -48,6 +48,10 @@ int python__attach_session(struct session *s);
 int python__frames(struct python *py, int pid, int32_t pystack, const struct prof_frame *user, int nu, uint32_t *ids,
 		   int cap);
 
+/* The session's model (s->prof) was replaced by an empty one (the agent, after each
+ * interval): forget the location ids kept for the old one. */
+void python__model_renewed(struct python *py);
+
 /* A pid seen in samples (-a): look at it once. */
 void python__note_pid(struct python *py, int pid);
 

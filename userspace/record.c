@@ -29,26 +29,6 @@
 #include "trace.h"
 #include "windows.h"
 
-static volatile sig_atomic_t stop_signals;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop_signals++;
-}
-
-static void install_signals(void)
-{
-	struct sigaction sa = {.sa_handler = on_signal};
-
-	sigemptyset(&sa.sa_mask);
-	/* No SA_RESTART: a signal must interrupt the poll so we stop promptly. */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-}
-
 struct write_ctx {
 	struct session *s;
 	struct trace *timeline; /* --trace */
@@ -223,7 +203,7 @@ int record__main(int argc, char **argv)
 		return err;
 	}
 
-	install_signals();
+	engine__install_signals();
 	opened = true;
 	err = engine__open_session(&e, &o);
 	if (err)
@@ -269,13 +249,13 @@ int record__main(int argc, char **argv)
 	err = engine__start(&e, target_desc(&o, desc, sizeof(desc)));
 	if (err)
 		goto cleanup;
-	while (!stop_signals && state == ENGINE_RUNNING)
+	while (!engine__stop_signals() && state == ENGINE_RUNNING)
 		state = engine__step(&e);
 	if (state < 0) {
 		err = state;
 		goto cleanup;
 	}
-	if (stop_signals)
+	if (engine__stop_signals())
 		pr_debug("stopping on a signal; a second Ctrl-C skips the rest of symbolization");
 	else if (state == ENGINE_EXITED)
 		pr_debug("every target exited");
@@ -286,7 +266,7 @@ int record__main(int argc, char **argv)
 	w.timeline = cuda__take_trace(e.cuda);
 	/* Detach before symbolizing and writing: the target runs on unprofiled. */
 	engine__detach(&e);
-	if (stop_signals < 2)
+	if (engine__stop_signals() < 2)
 		profile__symbolize(s->prof, s->syms);
 	{
 		int64_t t0, d;
