@@ -276,7 +276,8 @@ static void spool_gauges(struct agent *a)
 	}
 }
 
-/* The interval ends now: one profile per process with samples in it, then an empty
+/* The interval ends now: one profile per process with samples in it (or profiled before
+ * and still alive), then an empty
  * model for the next one. FINAL: after the engine's last drains (allocations still
  * live are in already). */
 static int cut(struct agent *a, bool final)
@@ -285,7 +286,8 @@ static int cut(struct agent *a, bool final)
 	int64_t now_wall = engine__wall_ns();
 	struct cut_set cs;
 	struct profile *fresh;
-	int err;
+	int quiet[256], err;
+	size_t nquiet;
 
 	if (!final) {
 		/* GPU memory held at the end of the interval, under its allocating stacks */
@@ -303,6 +305,10 @@ static int cut(struct agent *a, bool final)
 		one_process(a, s->prof, cs.pids[i], cs.idx + cs.start[i], cs.start[i + 1] - cs.start[i], now_wall);
 	a->pids_in_hour += cs.npids;
 	agent_cut__set_free(&cs);
+	/* profiled before, alive, nothing this interval: an empty profile, not a gap */
+	nquiet = agent_procs__quiet(a->procs, quiet, sizeof(quiet) / sizeof(quiet[0]));
+	for (size_t i = 0; i < nquiet; i++)
+		one_process(a, s->prof, quiet[i], NULL, 0, now_wall);
 	a->cut_wall = now_wall;
 	if (!final) {
 		fresh = agent_cut__renew(s->prof);

@@ -407,6 +407,23 @@ int agent_procs__prune(struct agent_procs *t)
 	return (int)(n - j);
 }
 
+size_t agent_procs__quiet(const struct agent_procs *t, int *pids, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->n && n < max; i++) {
+		const struct agent_proc *p = &t->v[i];
+		uint64_t st;
+
+		if (p->seen || (kill(p->pid, 0) < 0 && errno == ESRCH))
+			continue;
+		st = starttime_of(p->pid);
+		if (st && st == p->starttime)
+			pids[n++] = p->pid;
+	}
+	return n;
+}
+
 size_t agent_procs__count(const struct agent_procs *t)
 {
 	return t->n;

@@ -46,6 +46,10 @@ void agent_procs__stale(struct agent_procs *t, int pid);
 /* After a cut: forget processes that are gone and had nothing in it. Clears `seen`.
  * Returns how many were forgotten. */
 int agent_procs__prune(struct agent_procs *t);
+/* Processes profiled before that are still alive (same start time) and had nothing in the
+ * interval being cut: their pids into PIDS (at most MAX). Each still gets its profile, an
+ * empty one, so a process's series has no gap while it lives. Returns how many. */
+size_t agent_procs__quiet(const struct agent_procs *t, int *pids, size_t max);
 size_t agent_procs__count(const struct agent_procs *t);
 
 /* ---- pure helpers, exported for the unit tests ---- */
