@@ -43,7 +43,9 @@ for site in site_a site_b; do
 	echo "$site: estimated $got, exact $want"
 done
 raw=$(pprof -raw "$TMP/def.pb.gz" | grep Comment)
-if echo "$raw" | grep -q 'sampled windows under a 1% overhead budget; last duty cycles: launches'; then
+if echo "$raw" | grep -q 'sampled windows under a 1% overhead budget: .*last duty cycles: launches' &&
+	echo "$raw" | grep -q 'cuda estimate: launches: .* 95% CI' &&
+	echo "$raw" | grep -q 'cuda cost: estimated overhead'; then
 	pass "windows-comment"
 else
 	fail "windows-comment" "$raw"

@@ -44,9 +44,10 @@ one() {
 		return
 	}
 	top "$TMP/$name.def.pb.gz" >"$TMP/$name.def.top"
+	pprof -raw "$TMP/$name.def.pb.gz" | grep '^Comment:' >"$TMP/$name.ci"
 	top "$TMP/$name.ex.pb.gz" >"$TMP/$name.ex.top"
 	echo "== $name"
-	if python3 $CHECK "$TMP/$name.def.top" "$TMP/$name.own" "$TMP/$name.ex.top" >"$TMP/$name.cmp"; then
+	if python3 $CHECK "$TMP/$name.def.top" "$TMP/$name.own" "$TMP/$name.ex.top" --ci "$TMP/$name.ci" >"$TMP/$name.cmp"; then
 		pass "estimates-$name"
 	elif [ "$name" = rate_steps ]; then
 		# KNOWN, issue 13 open: in about one run of three, the 20,000 calls/s quarter
@@ -88,9 +89,10 @@ if "$GPUBPF" record --overhead-budget $BUDGET -p "$wl" -d 10 -o "$TMP/attach.pb.
 	start=$(date -d "$start" +%s.%N)
 	dur=$(pprof -raw "$TMP/attach.pb.gz" | sed -n 's/.*settings: .* duration=\([0-9.]*\)s.*/\1/p')
 	top "$TMP/attach.pb.gz" >"$TMP/attach.top"
+	pprof -raw "$TMP/attach.pb.gz" | grep '^Comment:' >"$TMP/attach.ci"
 	echo "== attach (-p for ${dur} s from $start)"
 	if python3 $CHECK "$TMP/attach.top" "$TMP/attach.own" --log "$TMP/b20.log" --start "$start" \
-		--duration "$dur" >"$TMP/attach.cmp"; then
+		--duration "$dur" --ci "$TMP/attach.ci" >"$TMP/attach.cmp"; then
 		pass "estimates-attach"
 	else
 		fail "estimates-attach" "$(grep MISMATCH "$TMP/attach.cmp" | tr '\n' ';')"
