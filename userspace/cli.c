@@ -35,7 +35,8 @@ void cli__usage_main(FILE *f)
 void cli__usage_record(FILE *f)
 {
 	fprintf(f, "Usage: gpubpf record [-p PID[,PID...] | -a | -- COMMAND [ARGS...]] [-F HZ] [-d SECONDS]\n"
-		   "                     [-o FILE] [--format pprof|folded|speedscope] [--no-inherit]\n"
+		   "                     [-o FILE] [--format pprof|folded|speedscope [--sample-type NAME]]\n"
+		   "                     [--no-inherit]\n"
 		   "                     [--overhead-budget PCT | --exact] [--no-python] [--no-device-time] [-v]\n"
 		   "\n"
 		   "Samples CPU stacks of the targets and writes one profile when recording ends:\n"
@@ -58,6 +59,9 @@ void cli__usage_record(FILE *f)
 		   "      --format FMT        pprof (gzipped protobuf, default), folded (flamegraph.pl:\n"
 		   "                          one \"process;frame;...;leaf COUNT\" line per stack) or\n"
 		   "                          speedscope (its JSON format, one profile per sample type)\n"
+		   "      --sample-type NAME  folded only: the sample type to write (default samples;\n"
+		   "                          cpu, cuda_calls, cuda_launches, cuda_memcpy, cuda_sync_wait,\n"
+		   "                          gpu_alloc, gpu_inuse, gpu_kernel_time, gpu_memcpy_time)\n"
 		   "      --no-inherit        do not follow children forked after attach\n"
 		   "      --no-device-time    do not start COMMAND with the injection library (device-side\n"
 		   "                          kernel and copy time; see docs/DEVICE_TIME.md)\n"
@@ -159,7 +163,8 @@ enum {
 	OPT_TRACE,
 	OPT_MAX_EVENTS,
 	OPT_NO_PYTHON,
-	OPT_NO_DEVICE_TIME
+	OPT_NO_DEVICE_TIME,
+	OPT_SAMPLE_TYPE
 };
 
 int cli__parse_record(int argc, char **argv, struct record_opts *o)
@@ -171,6 +176,7 @@ int cli__parse_record(int argc, char **argv, struct record_opts *o)
 	    {"duration", required_argument, NULL, 'd'},
 	    {"output", required_argument, NULL, 'o'},
 	    {"format", required_argument, NULL, OPT_FORMAT},
+	    {"sample-type", required_argument, NULL, OPT_SAMPLE_TYPE},
 	    {"no-inherit", no_argument, NULL, OPT_NO_INHERIT},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
@@ -242,6 +248,9 @@ int cli__parse_record(int argc, char **argv, struct record_opts *o)
 				return -EINVAL;
 			}
 			break;
+		case OPT_SAMPLE_TYPE:
+			o->sample_type = optarg;
+			break;
 		case OPT_NO_INHERIT:
 			o->inherit = false;
 			break;
@@ -295,6 +304,27 @@ int cli__parse_record(int argc, char **argv, struct record_opts *o)
 	} else if (optind > 1 && !strcmp(argv[optind - 1], "--")) {
 		pr_err("record: no command after --");
 		return -EINVAL;
+	}
+	if (o->sample_type) {
+		static const char *const known[] = {
+		    "samples",	      "cpu",	   "cuda_calls", "cuda_launches",   "cuda_memcpy",
+		    "cuda_sync_wait", "gpu_alloc", "gpu_inuse",	 "gpu_kernel_time", "gpu_memcpy_time"};
+		bool ok = false;
+
+		if (o->format != FORMAT_FOLDED || o->trace) {
+			pr_err("record: --sample-type applies to --format folded only (pprof and speedscope keep every "
+			       "type)");
+			return -EINVAL;
+		}
+		for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+			ok |= !strcmp(o->sample_type, known[i]);
+		if (!ok) {
+			pr_err(
+			    "record: unknown --sample-type '%s' (samples, cpu, cuda_calls, cuda_launches, cuda_memcpy, "
+			    "cuda_sync_wait, gpu_alloc, gpu_inuse, gpu_kernel_time, gpu_memcpy_time)",
+			    o->sample_type);
+			return -EINVAL;
+		}
 	}
 	if (o->trace) {
 		if (format_set) {

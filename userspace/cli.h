@@ -25,6 +25,7 @@ struct record_opts {
 	double duration;    /* -d seconds, 0 = until stopped or targets exit */
 	const char *output; /* -o */
 	enum out_format format;
+	const char *sample_type; /* --sample-type: folded's type (NULL: samples) */
 	bool inherit;	   /* follow children (off with --no-inherit) */
 	double budget;	   /* --overhead-budget, percent of each target thread's time */
 	bool exact;	   /* --exact: every probe attached all the time */

@@ -40,8 +40,18 @@ static int write_cb(void *ctx, FILE *f)
 
 	if (w->s->opts->trace)
 		return trace__write(w->timeline, f);
-	if (w->s->opts->format == FORMAT_FOLDED)
-		return folded__write(w->s->prof, w->s->t_samples, f);
+	if (w->s->opts->format == FORMAT_FOLDED) {
+		int t =
+		    w->s->opts->sample_type ? profile__find_type(w->s->prof, w->s->opts->sample_type) : w->s->t_samples;
+
+		if (t < 0) {
+			pr_err("record: no %s in this recording's profile", w->s->opts->sample_type);
+			return -EINVAL;
+		}
+		if (w->s->opts->sample_type && !profile__total(w->s->prof, t))
+			pr_warn("record: no %s was recorded: the folded file is empty", w->s->opts->sample_type);
+		return folded__write(w->s->prof, t, f);
+	}
 	if (w->s->opts->format == FORMAT_SPEEDSCOPE)
 		return speedscope__write(w->s->prof, f);
 	return pprof__write(w->s->prof, f);

@@ -59,3 +59,35 @@ grep -q "cpu_ratio" "$TMP/tags" && pass "process-name-value" || fail "process-na
 # file:line from DWARF
 pprof -lines -top -nodecount=5 "$out" >"$TMP/lines"
 grep -qE 'leaf_c .*cpu_ratio.c:[0-9]+' "$TMP/lines" && pass "file-line" || fail "file-line" "$(cat "$TMP/lines")"
+
+# 4. --format folded --sample-type: cpu nanoseconds per stack, the same 1:2:3 split; a
+# type it does not know, or a format that keeps every type, is refused before recording.
+if "$GPUBPF" record -F 499 --format folded --sample-type cpu -o "$TMP/cpu.folded" -- "$WL/cpu_ratio" 2 \
+	>"$TMP/folded.log" 2>&1; then
+	python3 - "$TMP/cpu.folded" <<'PY' >"$TMP/folded.shares" && pass "folded-cpu-ns" || fail "folded-cpu-ns" "$(cat "$TMP/folded.shares")"
+import sys
+tot = {"leaf_a": 0, "leaf_b": 0, "leaf_c": 0}
+for line in open(sys.argv[1]):
+    stack, n = line.rsplit(" ", 1)
+    leaf = stack.split(";")[-1]
+    if leaf in tot:
+        tot[leaf] += int(n)
+s = sum(tot.values())
+# cpu/nanoseconds: 2 s of one busy thread is about 2e9 ns, far more than the ~1000 samples
+ok = s > 5e8 and all(abs(tot[k] / s - w / 6) < 0.05 for k, w in (("leaf_a", 1), ("leaf_b", 2), ("leaf_c", 3)))
+print({k: round(v / s, 3) for k, v in tot.items()}, s)
+sys.exit(0 if ok else 1)
+PY
+else
+	fail "folded-cpu-ns" "$(tail -3 "$TMP/folded.log")"
+fi
+"$GPUBPF" record --format folded --sample-type nope -o "$TMP/x.folded" -- true >"$TMP/st.err" 2>&1 &&
+	fail "sample-type-unknown" "exited 0" || {
+	grep -q "unknown --sample-type 'nope'" "$TMP/st.err" && [ ! -e "$TMP/x.folded" ] &&
+		pass "sample-type-unknown" || fail "sample-type-unknown" "$(cat "$TMP/st.err")"
+}
+"$GPUBPF" record --sample-type cpu -o "$TMP/x.pb.gz" -- true >"$TMP/st2.err" 2>&1 &&
+	fail "sample-type-folded-only" "exited 0" || {
+	grep -q "folded only" "$TMP/st2.err" && pass "sample-type-folded-only" ||
+		fail "sample-type-folded-only" "$(cat "$TMP/st2.err")"
+}
