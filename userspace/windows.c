@@ -655,6 +655,17 @@ static void estimate_comment(struct profile *prof, const char *group, const char
 				     grouped(e, sizeof(e), t->est), what);
 		return;
 	}
+	if (t->sampled < 2) {
+		/* One sampled period gives no spread to measure: no interval is better than a
+		 * false one (a short recording; see docs/BENCHMARKS.md). */
+		profile__add_comment(prof,
+				     "cuda estimate: %s: %s %s, no confidence interval (one sampled period: a "
+				     "recording this short is a rough estimate), from %s calls seen in windows of "
+				     "%d of %d periods",
+				     group, grouped(e, sizeof(e), t->est), what, grouped(seen, sizeof(seen), t->seen),
+				     t->sampled, t->periods);
+		return;
+	}
 	profile__add_comment(prof,
 			     "cuda estimate: %s: %s %s, 95%% CI %s-%s (+-%.2g%%), from %s calls seen in windows of "
 			     "%d of %d periods",
