@@ -4,7 +4,12 @@
 1. launch-heavy: launch_loop calls cudaLaunchKernel through the real libcudart in a
    tight loop. Without a GPU each call fails fast (~40 ns), the worst case for the
    relative cost of a probe hit. Timed by the workload itself (its own launch loop), with
-   gpubpf in default mode (overhead budget) and with --exact.
+   gpubpf in default mode (overhead budget) and with --exact; then with a 4 us spin after
+   each launch (what a real launch costs the calling thread).
+1r. replay: the real two-thread PyTorch timeline (tests/fixtures/gpu, H100) as a closed
+   loop (each call after the previous one's real duration), its active part 4 times.
+Each row prints gpubpf's own estimate of its overhead (the summary's "overhead ~X%",
+medians of the runs) beside the slowdown measured: "estimated X%, measured Y%".
 2. mixed: the CUDA demo workload (runtime_wl_shared: launches, copies, syncs, allocations)
    held at its start gate, gpubpf attached with -p, released; timed from release to exit.
 3. gpubpf's own CPU time and peak RSS over a 30 s recording of workload 1.
@@ -26,27 +31,64 @@ SECS = float(os.environ.get("BENCH_LAUNCH_SECS", "6"))
 OWN_SECS = int(os.environ.get("BENCH_SECS", "30"))
 
 
-def launch_rate(cmd):
-    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
-    m = re.search(r"launches_per_sec=([0-9.]+)", out)
+def measure(cmd, pattern):
+    """Run CMD; the number PATTERN finds in its stdout, and gpubpf's estimated overhead
+    (percent, from its summary line on stderr; None when CMD is not gpubpf)."""
+    r = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    m = re.search(pattern, r.stdout)
     if not m:
-        sys.exit(f"cannot read launch_loop's rate from: {out!r}")
-    return float(m.group(1))
+        sys.exit(f"cannot read {pattern!r} from: {r.stdout!r}")
+    est = re.search(r"overhead ~([0-9.e+-]+)%", r.stderr)
+    return float(m.group(1)), float(est.group(1)) if est else None
+
+
+def launch_rate(cmd):
+    return measure(cmd, r"launches_per_sec=([0-9.]+)")
+
+
+def est_text(ests):
+    ests = [e for e in ests if e is not None]
+    return f"estimated {statistics.median(ests):.2g}%" if ests else "estimated ?"
 
 
 def launch_heavy(out):
-    wl = [os.path.join(CW, "launch_loop"), "--seconds", str(SECS)]
-    for name, extra in (("default (--overhead-budget 1)", []), ("--exact", ["--exact"])):
-        alone, under = [], []
+    base = [os.path.join(CW, "launch_loop"), "--seconds", str(SECS)]
+    for name, wl, extra in (("default (--overhead-budget 1)", base, []), ("--exact", base, ["--exact"]),
+                            ("4 us spin a launch, default", base + ["--spin-us", "4"], [])):
+        alone, under, ests = [], [], []
         for _ in range(RUNS):
-            alone.append(launch_rate(wl))
-            under.append(launch_rate([G, "record", *extra, "-o", out, "--", *wl]))
+            alone.append(launch_rate(wl)[0])
+            u, e = launch_rate([G, "record", *extra, "-o", out, "--", *wl])
+            under.append(u)
+            ests.append(e)
         a, u = statistics.median(alone), statistics.median(under)
-        print(f"   runs alone (M/s): {' '.join(f'{x / 1e6:.2f}' for x in alone)}; "
-              f"with gpubpf: {' '.join(f'{x / 1e6:.2f}' for x in under)}")
+        print(f"   runs alone (M/s): {' '.join(f'{x / 1e6:.3f}' for x in alone)}; "
+              f"with gpubpf: {' '.join(f'{x / 1e6:.3f}' for x in under)}; estimated overhead (%): "
+              f"{' '.join(f'{x:.2g}' if x is not None else '?' for x in ests)}")
         # Slowdown of the same work: the ratio of wall times is the inverse ratio of rates.
-        print(f"1. launch-heavy, {name}: {a / 1e6:.2f}M launches/s alone, {u / 1e6:.2f}M with gpubpf: "
-              f"wall-time ratio {a / u:.3f} (target <= 1.02 in default mode; median of {RUNS})", flush=True)
+        print(f"1. launch-heavy, {name}: {a / 1e6:.3f}M launches/s alone, {u / 1e6:.3f}M with gpubpf: "
+              f"wall-time ratio {a / u:.3f}; {est_text(ests)}, measured {100 * (a / u - 1):.2g}% "
+              f"(target: ratio <= 1.02 in default mode; median of {RUNS})", flush=True)
+
+
+def replay(out):
+    calls = os.path.join(CW, "train.calls")
+    if not os.path.exists(calls):
+        return
+    wl = [os.path.join(CW, "replay"), calls, "--closed", "--loop-from", "6.1", "--repeat", "4"]
+    alone, under, ests = [], [], []
+    for _ in range(RUNS):
+        alone.append(measure(wl, r"seconds=([0-9.]+)")[0])
+        u, e = measure([G, "record", "-o", out, "--", *wl], r"seconds=([0-9.]+)")
+        under.append(u)
+        ests.append(e)
+    a, u = statistics.median(alone), statistics.median(under)
+    print(f"   runs alone (s): {' '.join(f'{x:.3f}' for x in alone)}; with gpubpf: "
+          f"{' '.join(f'{x:.3f}' for x in under)}; estimated overhead (%): "
+          f"{' '.join(f'{x:.2g}' if x is not None else '?' for x in ests)}")
+    print(f"1r. replay of the real PyTorch timeline (closed loop, 2 threads), default: alone {a:.3f} s, "
+          f"with gpubpf {u:.3f} s, ratio {u / a:.3f}; {est_text(ests)}, measured {100 * (u / a - 1):.2g}% "
+          f"(target: ratio <= 1.02; median of {RUNS})", flush=True)
 
 
 def gated_run(cmd, env, attach):
@@ -59,7 +101,7 @@ def gated_run(cmd, env, attach):
         ready = attach + ".ready"
         if os.path.exists(ready):
             os.unlink(ready)
-        rec = subprocess.Popen([G, "record", "-p", str(p.pid), "-o", attach], stderr=subprocess.DEVNULL,
+        rec = subprocess.Popen([G, "record", "-p", str(p.pid), "-o", attach], stderr=subprocess.PIPE, text=True,
                                env=dict(os.environ, GPUBPF_READY_FILE=ready))
         # gpubpf writes its pid there once it records (probes attached, sampling on)
         for _ in range(800):
@@ -75,23 +117,28 @@ def gated_run(cmd, env, attach):
     p.stdin.flush()
     p.wait()
     t = time.monotonic() - t0
+    est = None
     if rec:
-        rec.wait()
-    return t
+        err = rec.communicate()[1]
+        m = re.search(r"overhead ~([0-9.e+-]+)%", err)
+        est = float(m.group(1)) if m else None
+    return t, est
 
 
 def mixed(out):
     env = dict(os.environ, GPUBPF_WL_WAIT="1", GPUBPF_WL_REPEAT=os.environ.get("BENCH_MIXED_REPEAT", "300000"))
     wl = [os.path.join(CW, "runtime_wl_shared")]
-    alone, under = [], []
+    alone, under, ests = [], [], []
     for _ in range(RUNS):
-        alone.append(gated_run(wl, env, None))
-        under.append(gated_run(wl, env, out))
+        alone.append(gated_run(wl, env, None)[0])
+        u, e = gated_run(wl, env, out)
+        under.append(u)
+        ests.append(e)
     a, u = statistics.median(alone), statistics.median(under)
     print(f"   runs alone: {' '.join(f'{x:.3f}' for x in alone)}; with gpubpf: {' '.join(f'{x:.3f}' for x in under)}")
     print(f"2. mixed (runtime_wl_shared, GPUBPF_WL_REPEAT={env['GPUBPF_WL_REPEAT']}, default mode, -p): "
-          f"alone {a:.3f} s, with gpubpf {u:.3f} s, ratio {u / a:.3f} (target <= 1.01; median of {RUNS})",
-          flush=True)
+          f"alone {a:.3f} s, with gpubpf {u:.3f} s, ratio {u / a:.3f}; {est_text(ests)}, measured "
+          f"{100 * (u / a - 1):.2g}% (target <= 1.01; median of {RUNS})", flush=True)
 
 
 def own_cost(out):
@@ -117,9 +164,11 @@ def main():
         print("cuda benchmarks: skipped (CUDA is not installed: no CUDA workloads)")
         return
     out = tempfile.mktemp(suffix=".pb.gz")
-    which = sys.argv[1:] or ["launch", "mixed", "own"]
+    which = sys.argv[1:] or ["launch", "replay", "mixed", "own"]
     if "launch" in which:
         launch_heavy(out)
+    if "replay" in which:
+        replay(out)
     if "mixed" in which:
         mixed(out)
     if "own" in which:
