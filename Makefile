@@ -33,11 +33,13 @@ DEB_PKGS := clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev libpro
 	gcc g++ binutils elfutils procps python3 xz-utils linux-perf hyperfine \
 	libcurl4-openssl-dev openssl
 
+# userspace/'s layers, lowest first (see below)
+LAYERS := lib sym model out trace cmd
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fno-omit-frame-pointer -MMD -MP \
-	-I$(BUILD) -I$(BUILD)/proto -Iuserspace -Ibpf -DGPUBPF_VERSION='"$(VERSION)"'
-# libcurl: the agent's uploads to Pyroscope (userspace/ingest.c).
+	-I$(BUILD) -I$(BUILD)/proto $(addprefix -Iuserspace/,$(LAYERS)) -Ibpf -DGPUBPF_VERSION='"$(VERSION)"'
+# libcurl: the agent's uploads to Pyroscope (userspace/cmd/ingest.c).
 LDLIBS := -lbpf -lelf -ldw -lz -lprotobuf-c -ljansson -lcurl -lstdc++ -lpthread -lm
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all
 
@@ -50,10 +52,13 @@ SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 PROTO_C := $(BUILD)/proto/profile.pb-c.c
 PROTO_H := $(BUILD)/proto/profile.pb-c.h
 
-# Every userspace/*.c except main.c goes into a library that tests link too.
-LIB_SRCS := $(filter-out userspace/main.c,$(wildcard userspace/*.c))
-LIB_OBJS := $(patsubst userspace/%.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/profile.pb-c.o
-SAN_OBJS := $(patsubst userspace/%.c,$(BUILD)/san/%.o,$(LIB_SRCS)) $(BUILD)/san/profile.pb-c.o
+# userspace/ has one folder per layer, lowest first; a file includes headers of its own
+# layer or lower ones only (docs/DESIGN.md, checked by tests/layers.py). Every source
+# but cmd/main.c goes into a library that tests link too. Base names are unique.
+vpath %.c $(addprefix userspace/,$(LAYERS))
+LIB_SRCS := $(filter-out userspace/cmd/main.c,$(wildcard $(addprefix userspace/,$(LAYERS:=/*.c))))
+LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(notdir $(LIB_SRCS))) $(BUILD)/obj/profile.pb-c.o
+SAN_OBJS := $(patsubst %.c,$(BUILD)/san/%.o,$(notdir $(LIB_SRCS))) $(BUILD)/san/profile.pb-c.o
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
@@ -108,7 +113,7 @@ $(PROTO_C) $(PROTO_H) &: proto/profile.proto | $(BUILD)/proto
 	$(Q)$(PROTOC_C) --proto_path=proto --c_out=$(BUILD)/proto $<
 
 # --- userspace ----------------------------------------------------------------------
-$(BUILD)/obj/%.o: userspace/%.c $(SKELS) $(PROTO_H) | $(BUILD)/obj
+$(BUILD)/obj/%.o: %.c $(SKELS) $(PROTO_H) | $(BUILD)/obj
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
@@ -116,7 +121,7 @@ $(BUILD)/obj/profile.pb-c.o: $(PROTO_C) | $(BUILD)/obj
 	$(call msg,CC,$@)
 	$(Q)$(CC) -std=gnu11 $(CFLAGS) -I$(BUILD)/proto -c $< -o $@
 
-$(BUILD)/san/%.o: userspace/%.c $(SKELS) $(PROTO_H) | $(BUILD)/san
+$(BUILD)/san/%.o: %.c $(SKELS) $(PROTO_H) | $(BUILD)/san
 	$(call msg,CC-SAN,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -c $< -o $@
 
@@ -134,7 +139,7 @@ $(BUILD)/gpubpf: $(BUILD)/obj/main.o $(LIB_OBJS)
 # libcurl has no static build of its own dependencies here: the static binary's agent
 # writes files (--output-dir) and says so for --server.
 static: $(BUILD)/gpubpf-static
-$(BUILD)/obj/ingest-nocurl.o: userspace/ingest.c $(SKELS) $(PROTO_H) | $(BUILD)/obj
+$(BUILD)/obj/ingest-nocurl.o: userspace/cmd/ingest.c $(SKELS) $(PROTO_H) | $(BUILD)/obj
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -DGPUBPF_NO_CURL -c $< -o $@
 $(BUILD)/gpubpf-static: $(BUILD)/obj/main.o $(filter-out $(BUILD)/obj/ingest.o,$(LIB_OBJS)) $(BUILD)/obj/ingest-nocurl.o
@@ -177,7 +182,7 @@ bench-agent: deps all tools
 	$(Q)BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) python3 tests/bench_agent.py
 
 format:
-	clang-format -i bpf/*.c bpf/*.h userspace/*.c userspace/*.h tests/unit/*.c tests/unit/*.h tests/workloads/*.c
+	clang-format -i bpf/*.c bpf/*.h userspace/*/*.c userspace/*/*.h tests/unit/*.c tests/unit/*.h tests/workloads/*.c
 
 clean:
 	rm -rf $(BUILD)

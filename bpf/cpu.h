@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Shared between bpf/cpu.bpf.c and userspace/cpu.c. __u32/__u64 only. */
+/* Shared between bpf/cpu.bpf.c and userspace/trace/cpu.c. __u32/__u64 only. */
 #ifndef GPUBPF_CPU_H
 #define GPUBPF_CPU_H
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Shared between bpf/cuda.bpf.c and userspace/cuda.c. __u32/__u64 only. */
+/* Shared between bpf/cuda.bpf.c and userspace/trace/cuda.c. __u32/__u64 only. */
 #ifndef GPUBPF_CUDA_H
 #define GPUBPF_CUDA_H
 
@@ -91,7 +91,7 @@ struct cuda_alloc_val {
 };
 
 /* What the probes of one group cost one thread during one sampling window (the overhead
- * budget's estimates, userspace/estimate.h): read when the window closes. A thread that
+ * budget's estimates, userspace/trace/estimate.h): read when the window closes. A thread that
  * calls again at once after a probe hit is delayed by it; one that slept or waited on the
  * device in between made up for it. */
 struct cuda_tkey {

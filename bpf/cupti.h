@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Shared between the injection library (userspace/inject/), bpf/cupti.bpf.c and
- * userspace/cupti.c: the layout of what the library hands to its USDT probes. __u32/__u64
+ * userspace/trace/cupti.c: the layout of what the library hands to its USDT probes. __u32/__u64
  * only; every field is read from the target's memory and validated before use. */
 #ifndef GPUBPF_CUPTI_H
 #define GPUBPF_CUPTI_H

@@ -36,7 +36,7 @@ struct {
 
 /* The processes this program may have stopped (tgid -> when it last did). Userspace
  * resumes each after probing; if gpubpf dies first, its guardian process
- * (userspace/holdguard.c), which holds this map and pause_pids, resumes them all. An
+ * (userspace/trace/holdguard.c), which holds this map and pause_pids, resumes them all. An
  * entry goes only when its process exits: see holdguard.h for why. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Shared between bpf/procs.bpf.c and userspace/procs.c: process lifecycle events of
+/* Shared between bpf/procs.bpf.c and userspace/trace/procs.c: process lifecycle events of
  * the targets (fork, exec, exit) and the target set. __u32/__u64 only. */
 #ifndef GPUBPF_PROCS_H
 #define GPUBPF_PROCS_H
@@ -42,7 +42,7 @@ struct gpubpf_comm {
 	char pcomm[16]; /* process (group leader) name */
 };
 
-/* Byte offsets in struct task_struct of what BPF reads there (userspace/kbtf.c fills
+/* Byte offsets in struct task_struct of what BPF reads there (userspace/trace/kbtf.c fills
  * them from the kernel's BTF before load; 0: unknown, not read). */
 struct task_offsets {
 	__u32 group_leader;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Shared between bpf/python.bpf.h (included by cpu.bpf.c and cuda.bpf.c) and
- * userspace/python.c. __u32/__u64 only. CPython's structs are not in kernel BTF, so
+ * userspace/trace/python.c. __u32/__u64 only. CPython's structs are not in kernel BTF, so
  * CO-RE cannot help: userspace finds the version and fills the offsets per process. */
 #ifndef GPUBPF_PYTHON_H
 #define GPUBPF_PYTHON_H

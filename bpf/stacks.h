@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Shared between the BPF objects that capture stacks and userspace/stacks.c. */
+/* Shared between the BPF objects that capture stacks and userspace/trace/stacks.c. */
 #ifndef GPUBPF_STACKS_H
 #define GPUBPF_STACKS_H
 

@@ -17,7 +17,7 @@ struct {
 /* Set by userspace before load: trace every process (-a). gpubpf's own tgid is never traced. */
 const volatile bool trace_all = false;
 const volatile __u32 self_tgid = 0;
-/* Set by userspace before load (userspace/kbtf.c): no CO-RE relocations, so libbpf need
+/* Set by userspace before load (userspace/trace/kbtf.c): no CO-RE relocations, so libbpf need
  * not parse the kernel's BTF again for every object. */
 const volatile struct task_offsets task_off = {};
 

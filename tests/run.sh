@@ -53,6 +53,9 @@ if [ "$mode" = all ] || [ "$mode" = unit ]; then
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 			run_one "asan+ubsan/$(basename "$t")" "$t"
 	done
+	if [[ "layers" == *"$filter"* || -z "$filter" ]]; then
+		run_one "layers" python3 tests/layers.py
+	fi
 	if [ -x tests/fuzz/run.sh ] && [[ "fuzz" == *"$filter"* || -z "$filter" ]]; then
 		run_one "fuzz" tests/fuzz/run.sh
 	fi

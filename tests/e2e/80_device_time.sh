@@ -20,7 +20,7 @@ if [ "${HAVE_CUDA:-}" != 1 ] || [ ! -e "$LIB" ] || [ ! -x "$PROD" ]; then
 fi
 cq_start
 
-# Until record.c drives userspace/cupti.c, profiles have no "gpu:" comment: say so, loudly.
+# Until record.c drives userspace/trace/cupti.c, profiles have no "gpu:" comment: say so, loudly.
 "$GPUBPF" record -d 0.5 -o "$TMP/probe.pb.gz" -- "$WL/cpu_fixed" >/dev/null 2>&1
 if ! pprof -raw "$TMP/probe.pb.gz" | grep -q 'Comment: gpu:'; then
 	skip all "gpubpf does not record device time yet (record.c does not call cupti__*): device time tests NOT RUN"

@@ -14,12 +14,12 @@ rc=0
 
 # harness -> the userspace sources it links
 declare -A SRCS=(
-	[procmaps]="userspace/procmaps.c"
-	[perfmap]="userspace/perfmap.c"
-	[kallsyms]="userspace/kallsyms.c userspace/readfile.c"
-	[demangle]="userspace/demangle.c"
-	[pbscan]="userspace/pbscan.c -lz"
-	[ttyesc]="userspace/ttyesc.c"
+	[procmaps]="userspace/sym/procmaps.c"
+	[perfmap]="userspace/sym/perfmap.c"
+	[kallsyms]="userspace/sym/kallsyms.c userspace/lib/readfile.c"
+	[demangle]="userspace/sym/demangle.c"
+	[pbscan]="userspace/out/pbscan.c -lz"
+	[ttyesc]="userspace/lib/ttyesc.c"
 )
 
 seed() { # name dir
@@ -57,10 +57,11 @@ if ! command -v "$CLANG" >/dev/null 2>&1; then
 	exit 0
 fi
 
+INC="-Iuserspace/lib -Iuserspace/sym -Iuserspace/model -Iuserspace/out"
 for name in procmaps perfmap kallsyms demangle pbscan ttyesc; do
 	bin=$out/fuzz_$name
 	log=$out/fuzz_$name.log
-	if ! "$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Iuserspace \
+	if ! "$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $INC \
 		"tests/fuzz/fuzz_$name.c" ${SRCS[$name]} -o "$bin" >"$log" 2>&1; then
 		echo "FAIL fuzz:$name: build failed ($(grep -m1 -E 'error' "$log" || tail -n1 "$log"))"
 		rc=1

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The agent's pure parts: reading only the named variables out of an environ stream
- * (userspace/agent_labels.c), container ids and cgroup paths, service names, and the
- * per-process cut of the model (userspace/agent_cut.c), read back with gpubpf's own pprof
+ * (userspace/cmd/agent_labels.c), container ids and cgroup paths, service names, and the
+ * per-process cut of the model (userspace/cmd/agent_cut.c), read back with gpubpf's own pprof
  * reader. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Activity record handling of the injection library (userspace/inject/records.c, the
- * very code libgpubpf_inject.so runs) and gpubpf's side helpers (userspace/cupti.c). */
+ * very code libgpubpf_inject.so runs) and gpubpf's side helpers (userspace/trace/cupti.c). */
 #include "test.h"
 
 #include "../../userspace/inject/records.c"

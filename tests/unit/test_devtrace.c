@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Device tracks (userspace/devtrace.c) and the call lookup under them (trace.c): launches
+/* Device tracks (userspace/trace/devtrace.c) and the call lookup under them (trace.c): launches
  * joined to the traced call that holds them, launches no call holds given a slice of
  * their own, the bound, and the written trace's flows checked by the validator and
  * jansson. */

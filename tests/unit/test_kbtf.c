@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Member offsets from BTF (userspace/kbtf.c): a BTF built here with the shapes the
+/* Member offsets from BTF (userspace/trace/kbtf.c): a BTF built here with the shapes the
  * kernel's task_struct uses (anonymous unions and structs, typedefs, an embedded struct),
  * then the running kernel's own, whose fields BPF reads with these offsets. */
 #include <errno.h>

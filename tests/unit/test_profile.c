@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for the profile model (userspace/profile.c). */
+/* Unit tests for the profile model (userspace/model/profile.c). */
 #include <errno.h>
 
 #include "profile.h"

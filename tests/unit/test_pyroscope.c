@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Pyroscope's ingest contract (userspace/pyroscope.c): label names and values, service
+/* Pyroscope's ingest contract (userspace/cmd/pyroscope.c): label names and values, service
  * names, the name with its labels, URL encoding, the query and the URL. The rules come
  * from grafana/pyroscope's api/model/labelset (parser and validate.go) and
  * pkg/validation (label names past sanitizing). */

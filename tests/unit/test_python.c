@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The pure parts of userspace/python.c: line tables, the native/Python merge, and the
+/* The pure parts of userspace/trace/python.c: line tables, the native/Python merge, and the
  * 3.13 debug offsets parser. The BPF walk and the decoder run in tests/e2e/90_python.sh. */
 #include <errno.h>
 #include <stdbool.h>

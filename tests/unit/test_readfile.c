@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Bounded whole-file reads (userspace/readfile.c): every size below, at and past the
+/* Bounded whole-file reads (userspace/lib/readfile.c): every size below, at and past the
  * bound, truncated or refused, and the errors. */
 #include <errno.h>
 #include <stdio.h>

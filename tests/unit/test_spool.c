@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The on-disk spool (userspace/spool.c): order, resume after a restart, the byte budget
+/* The on-disk spool (userspace/cmd/spool.c): order, resume after a restart, the byte budget
  * (oldest dropped first, counted, the one being sent kept), torn files and leftovers of
  * a killed writer, and refusing a symlink. */
 #include <dirent.h>

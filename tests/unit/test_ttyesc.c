@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Terminal escaping of target-chosen names (userspace/ttyesc.c). */
+/* Terminal escaping of target-chosen names (userspace/lib/ttyesc.c). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>

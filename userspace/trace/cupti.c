@@ -16,7 +16,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "../bpf/cupti.h"
+#include "../../bpf/cupti.h"
 #include "cupti.h"
 #include "cupti.skel.h"
 #include "demangle.h"

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* Command-line options of `gpubpf record`. */
-#ifndef GPUBPF_CLI_H
-#define GPUBPF_CLI_H
+/* What a recording is asked to do: `record`'s options, which the engine, the tracers and
+ * the session read (cmd/cli.c fills them from the command line, cmd/agent_cli.c from the
+ * agent's). */
+#ifndef GPUBPF_OPTS_H
+#define GPUBPF_OPTS_H
 
 #include <stdbool.h>
-#include <stdio.h>
+#include <stddef.h>
 
 #define CLI_MAX_PIDS 256
 
@@ -39,15 +41,4 @@ struct record_opts {
 	char **argv;
 };
 
-/* Parse `record` arguments (argv[0] is "record"). Returns 0, or -EINVAL after printing
- * one clear line on stderr. */
-int cli__parse_record(int argc, char **argv, struct record_opts *o);
-
-void cli__usage_record(FILE *f);
-void cli__usage_main(FILE *f);
-
-/* Strict number parsing: whole string, in range. 0 or -EINVAL. */
-int cli__parse_int(const char *s, long min, long max, long *out);
-int cli__parse_double(const char *s, double min, double max, double *out);
-
-#endif /* GPUBPF_CLI_H */
+#endif /* GPUBPF_OPTS_H */

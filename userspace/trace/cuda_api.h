@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../bpf/cuda.h"
+#include "../../bpf/cuda.h"
 
 enum cuda_group {
 	CG_LAUNCH = 0, /* kernel and graph launches */

@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../bpf/procs.h"
-#include "cli.h"
+#include "../../bpf/procs.h"
+#include "opts.h"
 #include "syms.h"
 
 struct procs;

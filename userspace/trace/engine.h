@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cli.h"
+#include "opts.h"
 #include "cpu.h"
 #include "cuda.h"
 #include "governor.h"

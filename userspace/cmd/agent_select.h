@@ -16,7 +16,7 @@
 
 #include <stdbool.h>
 
-#include "../bpf/procs.h"
+#include "../../bpf/procs.h"
 #include "agent.h"
 
 struct procs;

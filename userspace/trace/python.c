@@ -16,7 +16,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "../bpf/python.h"
+#include "../../bpf/python.h"
 #include "hmap.h"
 #include "log.h"
 #include "procmaps.h"

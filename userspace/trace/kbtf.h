@@ -9,7 +9,7 @@
 #ifndef GPUBPF_KBTF_H
 #define GPUBPF_KBTF_H
 
-#include "../bpf/procs.h"
+#include "../../bpf/procs.h"
 
 struct btf;
 

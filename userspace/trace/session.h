@@ -8,8 +8,8 @@
 #include <signal.h>
 #include <stdint.h>
 
-#include "../bpf/procs.h"
-#include "cli.h"
+#include "../../bpf/procs.h"
+#include "opts.h"
 #include "profile.h"
 #include "syms.h"
 

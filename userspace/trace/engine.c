@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "opts.h"
 #include "cpu.h"
 #include "cuda.h"
 #include "cupti.h"
@@ -114,11 +114,13 @@ static void signal_ready(void)
 static double window_period(void)
 {
 	const char *e = getenv("GPUBPF_WINDOW_PERIOD");
+	char *end;
 	double v;
 
-	if (e && cli__parse_double(e, 0.01, 1, &v) == 0)
-		return v;
-	return 1.0;
+	if (!e || !*e)
+		return 1.0;
+	v = strtod(e, &end);
+	return !*end && v >= 0.01 && v <= 1 ? v : 1.0;
 }
 
 static void setup_governor(struct governor *gv, const struct record_opts *o, struct cuda_tracer *cuda,

@@ -13,7 +13,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "../bpf/cpu.h"
+#include "../../bpf/cpu.h"
 #include "cpu.h"
 #include "cpu.skel.h"
 #include "log.h"

@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "../bpf/stacks.h"
+#include "../../bpf/stacks.h"
 
 /* Copy stack ID of the stack map FD into ips (leaf first). Returns the depth (0 for an
  * id < 0 or a missing entry). *truncated is set when the stack filled STACKS_MAX_DEPTH. */

@@ -2,7 +2,7 @@
 /* Estimates of a whole recording from probe groups attached in sampling windows, and how
  * far to trust them. Pure arithmetic, no I/O: unit-tested under ASan and UBSan.
  *
- * The design (userspace/windows.c carries it out): time is cut into periods; in each
+ * The design (userspace/trace/windows.c carries it out): time is cut into periods; in each
  * period a windowed group is planned a duty d, the period is cut into K = ceil(1/d) equal
  * slots and one slot, drawn uniformly, is attached. Every instant of the period is then
  * observed with probability 1/K whatever the job does at that instant: bursts, idle
