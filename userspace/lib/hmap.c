@@ -1,80 +1,146 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "hmap.h"
 
-static uint64_t mix(uint64_t a, uint64_t b, uint64_t c)
+/* ---- the index table ---- */
+
+int htab__reserve(struct htab *t)
 {
-	uint64_t h = a * 0x9E3779B97F4A7C15ULL;
+	struct htab_slot *slots;
+	size_t cap;
 
-	h ^= (b + 0x632BE59BD9B4E019ULL) * 0xBF58476D1CE4E5B9ULL;
-	h ^= (c + 0x94D049BB133111EBULL) * 0xD6E8FEB86659FD93ULL;
-	return h ^ (h >> 31);
-}
-
-static struct hmap_ent *slot(const struct hmap *m, uint64_t a, uint64_t b, uint64_t c)
-{
-	size_t i = mix(a, b, c) & (m->cap - 1);
-
-	while (m->ents[i].used && !(m->ents[i].k[0] == a && m->ents[i].k[1] == b && m->ents[i].k[2] == c))
-		i = (i + 1) & (m->cap - 1);
-	return &m->ents[i];
-}
-
-static int grow(struct hmap *m)
-{
-	size_t ncap = m->cap ? m->cap * 2 : 64;
-	struct hmap old = *m;
-
-	m->ents = calloc(ncap, sizeof(*m->ents));
-	if (!m->ents) {
-		*m = old;
+	if (t->cap && (t->n + 1) * 10 <= t->cap * 7)
+		return 0;
+	cap = t->cap ? t->cap * 2 : 64;
+	slots = calloc(cap, sizeof(*slots));
+	if (!slots)
 		return -ENOMEM;
+	for (size_t i = 0; i < t->cap; i++) {
+		const struct htab_slot *o = &t->slots[i];
+		size_t j;
+
+		if (!o->idx1)
+			continue;
+		for (j = o->hash & (cap - 1); slots[j].idx1; j = (j + 1) & (cap - 1))
+			;
+		slots[j] = *o;
 	}
-	m->cap = ncap;
-	for (size_t i = 0; i < old.cap; i++)
-		if (old.ents[i].used)
-			*slot(m, old.ents[i].k[0], old.ents[i].k[1], old.ents[i].k[2]) = old.ents[i];
-	free(old.ents);
+	free(t->slots);
+	t->slots = slots;
+	t->cap = cap;
 	return 0;
+}
+
+struct htab_slot *htab__find(const struct htab *t, uint64_t hash, htab_eq_fn eq, const void *ctx, const void *key)
+{
+	size_t mask, i;
+
+	if (!t->cap)
+		return NULL;
+	mask = t->cap - 1;
+	for (i = hash & mask;; i = (i + 1) & mask) {
+		struct htab_slot *s = &t->slots[i];
+
+		if (!s->idx1 || (s->hash == hash && eq(ctx, s->idx1 - 1, key)))
+			return s;
+	}
+}
+
+void htab__clear(struct htab *t)
+{
+	free(t->slots);
+	memset(t, 0, sizeof(*t));
+}
+
+uint64_t htab__final(uint64_t x)
+{
+	/* splitmix64's finalizer */
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return x;
+}
+
+uint64_t htab__bytes(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ULL;
+	}
+	return htab__final(h);
+}
+
+/* ---- the u64 map on it ---- */
+
+static uint64_t key_hash(uint64_t a, uint64_t b, uint64_t c)
+{
+	return htab__final(htab__word(htab__word(htab__word(0, a), b), c));
+}
+
+static bool key_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct hmap_ent *e = &((const struct hmap *)ctx)->ents[idx];
+	const uint64_t *k = key;
+
+	return e->k[0] == k[0] && e->k[1] == k[1] && e->k[2] == k[2];
 }
 
 int hmap__put(struct hmap *m, uint64_t a, uint64_t b, uint64_t c, uint64_t val)
 {
+	const uint64_t k[3] = {a, b, c};
+	uint64_t h = key_hash(a, b, c);
+	struct htab_slot *s;
 	struct hmap_ent *e;
 
-	if ((m->len + 1) * 4 > m->cap * 3 && grow(m))
+	if (htab__reserve(&m->idx))
 		return -ENOMEM;
-	e = slot(m, a, b, c);
-	if (!e->used) {
-		e->used = true;
-		e->k[0] = a;
-		e->k[1] = b;
-		e->k[2] = c;
-		m->len++;
+	s = htab__find(&m->idx, h, key_eq, m, k);
+	if (s->idx1) {
+		m->ents[s->idx1 - 1].val = val;
+		return 0;
 	}
+	if (m->len == m->cap) {
+		size_t ncap = m->cap ? m->cap * 2 : 16;
+		struct hmap_ent *n = realloc(m->ents, ncap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		m->ents = n;
+		m->cap = ncap;
+	}
+	e = &m->ents[m->len];
+	memcpy(e->k, k, sizeof(k));
 	e->val = val;
+	e->used = true;
+	htab__fill(&m->idx, s, h, (uint32_t)m->len);
+	m->len++;
 	return 0;
 }
 
 bool hmap__get(const struct hmap *m, uint64_t a, uint64_t b, uint64_t c, uint64_t *val)
 {
-	const struct hmap_ent *e;
+	const uint64_t k[3] = {a, b, c};
+	const struct htab_slot *s = htab__find(&m->idx, key_hash(a, b, c), key_eq, m, k);
 
-	if (!m->cap)
-		return false;
-	e = slot(m, a, b, c);
-	if (!e->used)
+	if (!s || !s->idx1)
 		return false;
 	if (val)
-		*val = e->val;
+		*val = m->ents[s->idx1 - 1].val;
 	return true;
 }
 
 void hmap__clear(struct hmap *m)
 {
 	free(m->ents);
+	htab__clear(&m->idx);
 	m->ents = NULL;
 	m->cap = m->len = 0;
 }

@@ -4,7 +4,7 @@
  * Everything variable-sized (strings, a sample's location ids, labels and values) lives
  * in an append-only arena, so pointers handed out stay valid for the profile's life and
  * freeing is a walk over a few large chunks. Lookups go through open-addressing tables
- * (linear probing, 64-bit hashes stored in the slots so growing never re-hashes keys).
+ * (lib/hmap.h's htab: 64-bit hashes stored in the slots, so growing never re-hashes).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hmap.h"
 #include "profile.h"
 
 /* profile.c is linked into unit tests without syms.c: weak references keep those links
@@ -28,17 +29,6 @@ struct arena_chunk {
 	size_t size, used;
 	/* 8-byte aligned: three 8-byte fields above */
 	char data[];
-};
-
-struct ht_slot {
-	uint64_t hash;
-	uint32_t idx1; /* entry index + 1; 0: empty */
-};
-
-struct htab {
-	struct ht_slot *slots;
-	size_t cap; /* power of two, or 0 */
-	size_t n;
 };
 
 struct loc_ent {
@@ -93,36 +83,6 @@ static inline struct loc_ent *loc_at(const struct profile *p, size_t idx)
 	return &p->loc_blocks[idx / LOC_BLOCK][idx % LOC_BLOCK];
 }
 
-/* ---- hashing ---- */
-
-static inline uint64_t h_final(uint64_t x)
-{
-	/* splitmix64 finalizer: every input bit reaches the low bits the table indexes by */
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ULL;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebULL;
-	x ^= x >> 31;
-	return x;
-}
-
-static inline uint64_t h_word(uint64_t h, uint64_t v)
-{
-	h = (h << 5 | h >> 59) ^ v;
-	return h * 0x9e3779b97f4a7c15ULL;
-}
-
-static uint64_t h_str(const char *s, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h_final(h);
-}
-
 /* ---- arena ---- */
 
 static void *arena_alloc(struct profile *p, size_t size)
@@ -161,53 +121,6 @@ static void *arena_alloc(struct profile *p, size_t size)
 	}
 	c->used += size;
 	return c->data + c->used - size;
-}
-
-/* ---- open-addressing table ---- */
-
-typedef bool (*ht_eq_fn)(const struct profile *p, uint32_t idx, const void *key);
-
-/* The slot holding key, or the empty slot where it belongs. Needs cap > n. */
-static struct ht_slot *ht_find(const struct profile *p, const struct htab *t, uint64_t hash, ht_eq_fn eq,
-			       const void *key)
-{
-	size_t mask = t->cap - 1, i = hash & mask;
-
-	for (;;) {
-		struct ht_slot *s = &t->slots[i];
-
-		if (!s->idx1 || (s->hash == hash && eq(p, s->idx1 - 1, key)))
-			return s;
-		i = (i + 1) & mask;
-	}
-}
-
-/* Make room for one more entry (load factor <= 0.7). */
-static int ht_reserve(struct htab *t)
-{
-	struct ht_slot *slots;
-	size_t cap;
-
-	if (t->cap && (t->n + 1) * 10 <= t->cap * 7)
-		return 0;
-	cap = t->cap ? t->cap * 2 : 64;
-	slots = calloc(cap, sizeof(*slots));
-	if (!slots)
-		return -ENOMEM;
-	for (size_t i = 0; i < t->cap; i++) {
-		const struct ht_slot *o = &t->slots[i];
-		size_t j;
-
-		if (!o->idx1)
-			continue;
-		for (j = o->hash & (cap - 1); slots[j].idx1; j = (j + 1) & (cap - 1))
-			;
-		slots[j] = *o;
-	}
-	free(t->slots);
-	t->slots = slots;
-	t->cap = cap;
-	return 0;
 }
 
 static int grow(void **arr, size_t *cap, size_t need, size_t elem)
@@ -262,8 +175,9 @@ struct str_key {
 	size_t len;
 };
 
-static bool str_eq(const struct profile *p, uint32_t idx, const void *key)
+static bool str_eq(const void *ctx, uint32_t idx, const void *key)
 {
+	const struct profile *p = ctx;
 	const struct str_key *k = key;
 	const char *s = p->strs[idx];
 
@@ -274,7 +188,7 @@ static bool str_eq(const struct profile *p, uint32_t idx, const void *key)
 static int intern(struct profile *p, const char *s, const char **out)
 {
 	struct str_key k;
-	struct ht_slot *slot;
+	struct htab_slot *slot;
 	uint64_t hash;
 	char *copy;
 	int err;
@@ -284,11 +198,11 @@ static int intern(struct profile *p, const char *s, const char **out)
 		return 0;
 	k.s = s;
 	k.len = strlen(s);
-	hash = h_str(s, k.len);
-	err = ht_reserve(&p->str_ht);
+	hash = htab__bytes(s, k.len);
+	err = htab__reserve(&p->str_ht);
 	if (err)
 		return err;
-	slot = ht_find(p, &p->str_ht, hash, str_eq, &k);
+	slot = htab__find(&p->str_ht, hash, str_eq, p, &k);
 	if (slot->idx1) {
 		*out = p->strs[slot->idx1 - 1];
 		return 0;
@@ -303,9 +217,7 @@ static int intern(struct profile *p, const char *s, const char **out)
 		return -ENOMEM;
 	memcpy(copy, s, k.len + 1);
 	p->strs[p->nstrs++] = copy;
-	slot->hash = hash;
-	slot->idx1 = p->nstrs;
-	p->str_ht.n++;
+	htab__fill(&p->str_ht, slot, hash, (uint32_t)p->nstrs - 1);
 	*out = copy;
 	return 0;
 }
@@ -334,14 +246,14 @@ void profile__free(struct profile *p)
 		free(c);
 	}
 	free(p->strs);
-	free(p->str_ht.slots);
+	htab__clear(&p->str_ht);
 	free(p->comments);
 	for (size_t i = 0; i < (p->nlocs + LOC_BLOCK - 1) / LOC_BLOCK; i++)
 		free(p->loc_blocks[i]);
 	free(p->loc_blocks);
-	free(p->loc_ht.slots);
+	htab__clear(&p->loc_ht);
 	free(p->samples);
-	free(p->sample_ht.slots);
+	htab__clear(&p->sample_ht);
 	free(p);
 }
 
@@ -494,8 +406,9 @@ struct loc_key {
 	const char *name, *sys; /* interned */
 };
 
-static bool loc_eq(const struct profile *p, uint32_t idx, const void *key)
+static bool loc_eq(const void *ctx, uint32_t idx, const void *key)
 {
+	const struct profile *p = ctx;
 	const struct loc_key *k = key;
 	const struct loc_ent *e = loc_at(p, idx);
 
@@ -514,16 +427,16 @@ static bool loc_eq(const struct profile *p, uint32_t idx, const void *key)
 
 static uint64_t loc_hash(const struct loc_key *k)
 {
-	uint64_t h = h_word(0x51ed270b27e3a6b5ULL, k->kind);
+	uint64_t h = htab__word(0x51ed270b27e3a6b5ULL, k->kind);
 
 	if (k->kind == PROF_FRAME_SYNTH) {
-		h = h_word(h, (uintptr_t)k->name);
-		h = h_word(h, (uintptr_t)k->sys);
+		h = htab__word(h, (uintptr_t)k->name);
+		h = htab__word(h, (uintptr_t)k->sys);
 	} else {
-		h = h_word(h, k->kind == PROF_FRAME_USER ? (uint32_t)k->pid : 0);
-		h = h_word(h, k->addr);
+		h = htab__word(h, k->kind == PROF_FRAME_USER ? (uint32_t)k->pid : 0);
+		h = htab__word(h, k->addr);
 	}
-	return h_final(h);
+	return htab__final(h);
 }
 
 static void synth_fill(struct loc_ent *e)
@@ -542,7 +455,7 @@ static void synth_fill(struct loc_ent *e)
 static int intern_location(struct profile *p, int pid, const struct prof_frame *f, uint32_t *id)
 {
 	struct loc_key k = {.kind = f->kind, .addr = f->addr};
-	struct ht_slot *slot;
+	struct htab_slot *slot;
 	struct loc_ent *e;
 	uint64_t hash;
 	int err;
@@ -566,10 +479,10 @@ static int intern_location(struct profile *p, int pid, const struct prof_frame *
 		return -EINVAL;
 	}
 	hash = loc_hash(&k);
-	err = ht_reserve(&p->loc_ht);
+	err = htab__reserve(&p->loc_ht);
 	if (err)
 		return err;
-	slot = ht_find(p, &p->loc_ht, hash, loc_eq, &k);
+	slot = htab__find(&p->loc_ht, hash, loc_eq, p, &k);
 	if (slot->idx1) {
 		*id = slot->idx1;
 		return 0;
@@ -587,9 +500,7 @@ static int intern_location(struct profile *p, int pid, const struct prof_frame *
 		e->synth_sys = k.sys;
 		synth_fill(e);
 	}
-	slot->hash = hash;
-	slot->idx1 = e->pub.id;
-	p->loc_ht.n++;
+	htab__fill(&p->loc_ht, slot, hash, e->pub.id - 1);
 	*id = e->pub.id;
 	return 0;
 }
@@ -642,8 +553,9 @@ static int cmp_label(const void *pa, const void *pb)
 	return cmp_str(a->unit, b->unit);
 }
 
-static bool sample_eq(const struct profile *p, uint32_t idx, const void *key)
+static bool sample_eq(const void *ctx, uint32_t idx, const void *key)
 {
+	const struct profile *p = ctx;
 	const struct sample_key *k = key;
 	const struct prof_sample *s = &p->samples[idx].pub;
 
@@ -662,21 +574,21 @@ static bool sample_eq(const struct profile *p, uint32_t idx, const void *key)
 
 static uint64_t sample_hash(const struct sample_key *k)
 {
-	uint64_t h = h_word(0x2545f4914f6cdd1dULL, (uint32_t)k->pid);
+	uint64_t h = htab__word(0x2545f4914f6cdd1dULL, (uint32_t)k->pid);
 
-	h = h_word(h, (uint32_t)k->tid);
-	h = h_word(h, (uint64_t)k->nlocs << 32 | k->nlabels);
+	h = htab__word(h, (uint32_t)k->tid);
+	h = htab__word(h, (uint64_t)k->nlocs << 32 | k->nlabels);
 	for (uint32_t i = 0; i < k->nlocs; i++)
-		h = h_word(h, k->locs[i]);
+		h = htab__word(h, k->locs[i]);
 	for (uint32_t i = 0; i < k->nlabels; i++) {
 		const struct prof_label *l = &k->labels[i];
 
-		h = h_word(h, (uintptr_t)l->key);
-		h = h_word(h, (uintptr_t)l->str);
-		h = h_word(h, (uint64_t)l->num);
-		h = h_word(h, (uintptr_t)l->unit);
+		h = htab__word(h, (uintptr_t)l->key);
+		h = htab__word(h, (uintptr_t)l->str);
+		h = htab__word(h, (uint64_t)l->num);
+		h = htab__word(h, (uintptr_t)l->unit);
 	}
-	return h_final(h);
+	return htab__final(h);
 }
 
 /* Intern and sort a sample's labels into lab (PROFILE_MAX_LABELS entries). */
@@ -712,7 +624,7 @@ static int add_sample_ids(struct profile *p, int pid, int tid, const uint32_t *i
 {
 	struct sample_key k;
 	struct sample_ent *e;
-	struct ht_slot *slot;
+	struct htab_slot *slot;
 	uint64_t hash;
 	uint32_t *locs;
 	struct prof_label *labs;
@@ -726,10 +638,10 @@ static int add_sample_ids(struct profile *p, int pid, int tid, const uint32_t *i
 	k.locs = ids;
 	k.labels = lab;
 	hash = sample_hash(&k);
-	err = ht_reserve(&p->sample_ht);
+	err = htab__reserve(&p->sample_ht);
 	if (err)
 		return err;
-	slot = ht_find(p, &p->sample_ht, hash, sample_eq, &k);
+	slot = htab__find(&p->sample_ht, hash, sample_eq, p, &k);
 	if (slot->idx1) {
 		vals = p->samples[slot->idx1 - 1].values;
 	} else {
@@ -757,9 +669,7 @@ static int add_sample_ids(struct profile *p, int pid, int tid, const uint32_t *i
 		e->pub.labels = labs;
 		e->pub.values = vals;
 		e->values = vals;
-		slot->hash = hash;
-		slot->idx1 = p->nsamples;
-		p->sample_ht.n++;
+		htab__fill(&p->sample_ht, slot, hash, (uint32_t)p->nsamples - 1);
 	}
 	for (int i = 0; i < p->ntypes; i++) {
 		/* absurd sums (another tool's INT64_MAX) stop at the limit and are counted */
@@ -875,7 +785,7 @@ size_t profile__mem_bytes(const struct profile *p)
 	       (size_t)p->cap_comments * sizeof(*p->comments) + p->cap_blocks * sizeof(*p->loc_blocks) +
 	       (p->nlocs + LOC_BLOCK - 1) / LOC_BLOCK * LOC_BLOCK * sizeof(struct loc_ent) +
 	       p->cap_samples * sizeof(*p->samples) +
-	       (p->str_ht.cap + p->loc_ht.cap + p->sample_ht.cap) * sizeof(struct ht_slot);
+	       (p->str_ht.cap + p->loc_ht.cap + p->sample_ht.cap) * sizeof(struct htab_slot);
 }
 
 /* ---- symbolization ---- */

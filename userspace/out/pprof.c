@@ -15,20 +15,11 @@
 #include <zlib.h>
 
 #include "profile.pb-c.h"
+#include "hmap.h"
 #include "pprof.h"
 
 #define KERNEL_MODULE "[kernel.kallsyms]"
 #define SYNTH_MODULE "[cuda]"
-
-struct w_slot {
-	uint64_t hash;
-	uint32_t idx1; /* entry index + 1; 0: empty */
-};
-
-struct w_tab {
-	struct w_slot *slots;
-	size_t cap, n;
-};
 
 struct map_ent {
 	const char *module, *build_id; /* the key, with the addresses below */
@@ -48,27 +39,22 @@ struct writer {
 
 	const char **strs;
 	size_t nstrs, cap_strs;
-	struct w_tab str_tab;
+	struct htab str_tab;
 
 	struct map_ent *maps;
 	size_t nmaps, cap_maps;
-	struct w_tab map_tab;
+	struct htab map_tab;
 
 	struct func_ent *funcs;
 	size_t nfuncs, cap_funcs;
-	struct w_tab func_tab;
+	struct htab func_tab;
 };
 
 /* ---- helpers ---- */
 
 static uint64_t mix(uint64_t x)
 {
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ULL;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebULL;
-	x ^= x >> 31;
-	return x;
+	return htab__final(x);
 }
 
 static uint64_t hash_str(uint64_t h, const char *s)
@@ -131,55 +117,31 @@ static void *w_alloc(struct writer *w, size_t n, size_t size, int *err)
 	return m;
 }
 
-typedef bool (*w_eq_fn)(const struct writer *w, uint32_t idx, const void *key);
-
-/* Find key; if absent, reserve its slot and return 0 in *idx1 with *slotp set. */
-static int tab_lookup(const struct writer *w, struct w_tab *t, uint64_t hash, w_eq_fn eq, const void *key,
-		      struct w_slot **slotp)
+/* Find KEY in T; if absent, *SLOTP is the empty slot for it (fill it with htab__fill). */
+static int tab_lookup(const struct writer *w, struct htab *t, uint64_t hash, htab_eq_fn eq, const void *key,
+		      struct htab_slot **slotp)
 {
-	size_t mask, i;
+	int err = htab__reserve(t);
 
-	if (!t->cap || (t->n + 1) * 10 > t->cap * 7) {
-		size_t cap = t->cap ? t->cap * 2 : 64;
-		struct w_slot *slots = calloc(cap, sizeof(*slots));
-
-		if (!slots)
-			return -ENOMEM;
-		for (size_t j = 0; j < t->cap; j++) {
-			size_t k;
-
-			if (!t->slots[j].idx1)
-				continue;
-			for (k = t->slots[j].hash & (cap - 1); slots[k].idx1; k = (k + 1) & (cap - 1))
-				;
-			slots[k] = t->slots[j];
-		}
-		free(t->slots);
-		t->slots = slots;
-		t->cap = cap;
-	}
-	mask = t->cap - 1;
-	for (i = hash & mask;; i = (i + 1) & mask) {
-		struct w_slot *s = &t->slots[i];
-
-		if (!s->idx1 || (s->hash == hash && eq(w, s->idx1 - 1, key))) {
-			*slotp = s;
-			return 0;
-		}
-	}
+	if (err)
+		return err;
+	*slotp = htab__find(t, hash, eq, w, key);
+	return 0;
 }
 
 /* ---- string table ---- */
 
-static bool str_eq(const struct writer *w, uint32_t idx, const void *key)
+static bool str_eq(const void *ctx, uint32_t idx, const void *key)
 {
+	const struct writer *w = ctx;
+
 	return strcmp(w->strs[idx], key) == 0;
 }
 
 /* Index of s in the string table (NULL and "" are 0). s must outlive the write. */
 static int str_idx(struct writer *w, const char *s, int64_t *out)
 {
-	struct w_slot *slot;
+	struct htab_slot *slot;
 	uint64_t hash;
 	int err = 0;
 
@@ -194,9 +156,7 @@ static int str_idx(struct writer *w, const char *s, int64_t *out)
 		if (grow((void **)&w->strs, &w->cap_strs, w->nstrs + 1, sizeof(*w->strs)))
 			return -ENOMEM;
 		w->strs[w->nstrs++] = s;
-		slot->hash = hash;
-		slot->idx1 = w->nstrs;
-		w->str_tab.n++;
+		htab__fill(&w->str_tab, slot, hash, (uint32_t)w->nstrs - 1);
 	}
 	*out = slot->idx1 - 1;
 	return 0;
@@ -218,8 +178,9 @@ static int owned_fmt_addr(struct writer *w, const char *prefix, uint64_t addr, c
 
 /* ---- mappings and functions ---- */
 
-static bool map_eq(const struct writer *w, uint32_t idx, const void *key)
+static bool map_eq(const void *ctx, uint32_t idx, const void *key)
 {
+	const struct writer *w = ctx;
 	const struct map_ent *a = &w->maps[idx], *b = key;
 
 	return a->start == b->start && a->limit == b->limit && a->offset == b->offset &&
@@ -229,7 +190,7 @@ static bool map_eq(const struct writer *w, uint32_t idx, const void *key)
 static int map_id(struct writer *w, const struct map_ent *key, uint32_t *id)
 {
 	uint64_t h = hash_str(hash_str(0, key->module), key->build_id);
-	struct w_slot *slot;
+	struct htab_slot *slot;
 	int err = 0;
 
 	h = mix(h ^ key->start) ^ mix(key->limit + 0x9e3779b97f4a7c15ULL) ^ mix(key->offset + 0x632be59bd9b4e019ULL);
@@ -240,16 +201,15 @@ static int map_id(struct writer *w, const struct map_ent *key, uint32_t *id)
 		if (grow((void **)&w->maps, &w->cap_maps, w->nmaps + 1, sizeof(*w->maps)))
 			return -ENOMEM;
 		w->maps[w->nmaps++] = *key;
-		slot->hash = h;
-		slot->idx1 = w->nmaps;
-		w->map_tab.n++;
+		htab__fill(&w->map_tab, slot, h, (uint32_t)w->nmaps - 1);
 	}
 	*id = slot->idx1;
 	return 0;
 }
 
-static bool func_eq(const struct writer *w, uint32_t idx, const void *key)
+static bool func_eq(const void *ctx, uint32_t idx, const void *key)
 {
+	const struct writer *w = ctx;
 	const struct func_ent *a = &w->funcs[idx], *b = key;
 
 	return a->start_line == b->start_line && str_same(a->name, b->name) && str_same(a->sys_name, b->sys_name) &&
@@ -259,7 +219,7 @@ static bool func_eq(const struct writer *w, uint32_t idx, const void *key)
 static int func_id(struct writer *w, const struct func_ent *key, uint64_t *id)
 {
 	uint64_t h = hash_str(hash_str(hash_str(0, key->name), key->sys_name), key->file);
-	struct w_slot *slot;
+	struct htab_slot *slot;
 	int err = 0;
 
 	h = mix(h ^ (uint64_t)key->start_line);
@@ -270,9 +230,7 @@ static int func_id(struct writer *w, const struct func_ent *key, uint64_t *id)
 		if (grow((void **)&w->funcs, &w->cap_funcs, w->nfuncs + 1, sizeof(*w->funcs)))
 			return -ENOMEM;
 		w->funcs[w->nfuncs++] = *key;
-		slot->hash = h;
-		slot->idx1 = w->nfuncs;
-		w->func_tab.n++;
+		htab__fill(&w->func_tab, slot, h, (uint32_t)w->nfuncs - 1);
 	}
 	*id = slot->idx1;
 	return 0;
@@ -752,10 +710,10 @@ out:
 		free(w.owned[i]);
 	free(w.owned);
 	free(w.strs);
-	free(w.str_tab.slots);
+	htab__clear(&w.str_tab);
 	free(w.maps);
-	free(w.map_tab.slots);
+	htab__clear(&w.map_tab);
 	free(w.funcs);
-	free(w.func_tab.slots);
+	htab__clear(&w.func_tab);
 	return err;
 }

@@ -675,11 +675,7 @@ struct vtrack {
 
 static uint64_t str_hash(const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 0x100000001b3ULL;
-	return h;
+	return htab__bytes(s, strlen(s));
 }
 
 static int vpush(struct vtrack *t, int64_t end, const char *name)

@@ -27,6 +27,7 @@
 #include <zlib.h>
 
 #include "demangle.h"
+#include "hmap.h"
 #include "kallsyms.h"
 #include "log.h"
 #include "perfmap.h"
@@ -54,96 +55,6 @@ struct arena_chunk {
 	size_t used, cap;
 	char data[];
 };
-
-/* Open addressing over indices (stored +1, 0 = empty); the owner supplies hash and
- * equality, so one table serves strings, objects and integers alike. */
-struct itab {
-	uint32_t *slots;
-	size_t cap, n;
-};
-
-struct u64map {
-	uint64_t *keys;
-	uint32_t *vals; /* value + 1; 0 = empty */
-	size_t cap, n;
-};
-
-static uint64_t hash_bytes(const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
-static uint64_t hash_u64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
-static int u64map_get(const struct u64map *m, uint64_t key, uint32_t *val)
-{
-	if (!m->cap)
-		return -ENOENT;
-	for (size_t i = hash_u64(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-		if (!m->vals[i])
-			return -ENOENT;
-		if (m->keys[i] == key) {
-			*val = m->vals[i] - 1;
-			return 0;
-		}
-	}
-}
-
-static int u64map_put(struct u64map *m, uint64_t key, uint32_t val)
-{
-	if ((m->n + 1) * 2 > m->cap) {
-		struct u64map nm = {0};
-
-		nm.cap = m->cap ? m->cap * 2 : 64;
-		nm.keys = calloc(nm.cap, sizeof(*nm.keys));
-		nm.vals = calloc(nm.cap, sizeof(*nm.vals));
-		if (!nm.keys || !nm.vals) {
-			free(nm.keys);
-			free(nm.vals);
-			return -ENOMEM;
-		}
-		for (size_t i = 0; i < m->cap; i++)
-			if (m->vals[i])
-				u64map_put(&nm, m->keys[i], m->vals[i] - 1);
-		free(m->keys);
-		free(m->vals);
-		*m = nm;
-	}
-	for (size_t i = hash_u64(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-		if (!m->vals[i]) {
-			m->keys[i] = key;
-			m->vals[i] = val + 1;
-			m->n++;
-			return 0;
-		}
-		if (m->keys[i] == key) {
-			m->vals[i] = val + 1;
-			return 0;
-		}
-	}
-}
-
-static void u64map_free(struct u64map *m)
-{
-	free(m->keys);
-	free(m->vals);
-	memset(m, 0, sizeof(*m));
-}
 
 /* ---- data model -------------------------------------------------------------------- */
 
@@ -193,7 +104,7 @@ struct obj {
 	bool dw_tried;
 	struct cu_range *cus;
 	size_t ncus;
-	struct u64map cache; /* vaddr -> index into fr */
+	struct hmap cache; /* vaddr -> index into fr */
 	struct frames *fr;
 	size_t nfr, capfr;
 };
@@ -235,13 +146,13 @@ struct syms {
 	struct arena_chunk *arena;
 	const char **strs; /* interned strings */
 	size_t nstrs, capstrs;
-	struct itab strtab;
+	struct htab strtab;
 	struct obj **objs;
 	size_t nobjs, capobjs;
-	struct itab objtab;
+	struct htab objtab;
 	struct proc **procs;
 	size_t nprocs, capprocs;
-	struct u64map proctab;
+	struct hmap proctab;
 	struct kallsyms *ksyms;
 	bool ksyms_tried;
 	char **debug_dirs;
@@ -285,53 +196,6 @@ static char *arena_strndup(struct syms *s, const char *str, size_t len)
 	return p;
 }
 
-typedef bool (*itab_eq_fn)(const void *ctx, uint32_t idx, const void *key);
-
-static int itab_find(const struct itab *t, uint64_t h, itab_eq_fn eq, const void *ctx, const void *key, uint32_t *idx)
-{
-	if (!t->cap)
-		return -ENOENT;
-	for (size_t i = h & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
-		if (!t->slots[i])
-			return -ENOENT;
-		if (eq(ctx, t->slots[i] - 1, key)) {
-			*idx = t->slots[i] - 1;
-			return 0;
-		}
-	}
-}
-
-typedef uint64_t (*itab_hash_fn)(const void *ctx, uint32_t idx);
-
-/* IDX must not be present yet. */
-static int itab_add(struct itab *t, uint64_t h, uint32_t idx, itab_hash_fn rehash, const void *ctx)
-{
-	size_t i;
-
-	if ((t->n + 1) * 2 > t->cap) {
-		size_t ncap = t->cap ? t->cap * 2 : 256;
-		uint32_t *ns = calloc(ncap, sizeof(*ns));
-
-		if (!ns)
-			return -ENOMEM;
-		for (size_t j = 0; j < t->cap; j++) {
-			if (!t->slots[j])
-				continue;
-			for (i = rehash(ctx, t->slots[j] - 1) & (ncap - 1); ns[i]; i = (i + 1) & (ncap - 1))
-				;
-			ns[i] = t->slots[j];
-		}
-		free(t->slots);
-		t->slots = ns;
-		t->cap = ncap;
-	}
-	for (i = h & (t->cap - 1); t->slots[i]; i = (i + 1) & (t->cap - 1))
-		;
-	t->slots[i] = idx + 1;
-	t->n++;
-	return 0;
-}
-
 struct strkey {
 	const char *p;
 	size_t len;
@@ -345,23 +209,19 @@ static bool str_eq(const void *ctx, uint32_t idx, const void *key)
 	return !strncmp(s->strs[idx], k->p, k->len) && s->strs[idx][k->len] == '\0';
 }
 
-static uint64_t str_rehash(const void *ctx, uint32_t idx)
-{
-	const struct syms *s = ctx;
-
-	return hash_bytes(s->strs[idx], strlen(s->strs[idx]));
-}
-
 /* Long-lived copy of STR[0..LEN), deduplicated; NULL on ENOMEM. */
 static const char *intern_n(struct syms *s, const char *str, size_t len)
 {
 	struct strkey k = {str, len};
-	uint64_t h = hash_bytes(str, len);
-	uint32_t idx;
+	uint64_t h = htab__bytes(str, len);
+	struct htab_slot *slot;
 	char *p;
 
-	if (!itab_find(&s->strtab, h, str_eq, s, &k, &idx))
-		return s->strs[idx];
+	if (htab__reserve(&s->strtab))
+		return NULL;
+	slot = htab__find(&s->strtab, h, str_eq, s, &k);
+	if (slot->idx1)
+		return s->strs[slot->idx1 - 1];
 	if (s->nstrs == s->capstrs) {
 		size_t ncap = s->capstrs ? s->capstrs * 2 : 1024;
 		const char **ns = realloc(s->strs, ncap * sizeof(*ns));
@@ -375,9 +235,7 @@ static const char *intern_n(struct syms *s, const char *str, size_t len)
 	if (!p)
 		return NULL;
 	s->strs[s->nstrs] = p;
-	if (itab_add(&s->strtab, h, (uint32_t)s->nstrs, str_rehash, s))
-		return NULL;
-	s->nstrs++;
+	htab__fill(&s->strtab, slot, h, (uint32_t)s->nstrs++);
 	return p;
 }
 
@@ -809,7 +667,7 @@ static void obj_free(struct obj *o)
 	free(o->byname);
 	free(o->cus);
 	free(o->fr);
-	u64map_free(&o->cache);
+	hmap__clear(&o->cache);
 	free(o);
 }
 
@@ -820,26 +678,21 @@ static bool obj_eq(const void *ctx, uint32_t idx, const void *key)
 	return !strcmp(s->objs[idx]->key, key);
 }
 
-static uint64_t obj_rehash(const void *ctx, uint32_t idx)
-{
-	const struct syms *s = ctx;
-
-	return hash_bytes(s->objs[idx]->key, strlen(s->objs[idx]->key));
-}
-
 static struct obj *obj_find(struct syms *s, const char *key)
 {
-	uint32_t idx;
+	const struct htab_slot *slot = htab__find(&s->objtab, htab__bytes(key, strlen(key)), obj_eq, s, key);
 
-	if (itab_find(&s->objtab, hash_bytes(key, strlen(key)), obj_eq, s, key, &idx))
-		return NULL;
-	return s->objs[idx];
+	return slot && slot->idx1 ? s->objs[slot->idx1 - 1] : NULL;
 }
 
 static int obj_insert(struct syms *s, struct obj *o)
 {
-	int err;
+	uint64_t h = htab__bytes(o->key, strlen(o->key));
+	struct htab_slot *slot;
+	int err = htab__reserve(&s->objtab);
 
+	if (err)
+		return err;
 	if (s->nobjs == s->capobjs) {
 		size_t ncap = s->capobjs ? s->capobjs * 2 : 64;
 		struct obj **no = realloc(s->objs, ncap * sizeof(*no));
@@ -849,11 +702,10 @@ static int obj_insert(struct syms *s, struct obj *o)
 		s->objs = no;
 		s->capobjs = ncap;
 	}
+	/* O's key is not in the table yet: this is the empty slot for it */
+	slot = htab__find(&s->objtab, h, obj_eq, s, o->key);
 	s->objs[s->nobjs] = o;
-	err = itab_add(&s->objtab, hash_bytes(o->key, strlen(o->key)), (uint32_t)s->nobjs, obj_rehash, s);
-	if (err)
-		return err;
-	s->nobjs++;
+	htab__fill(&s->objtab, slot, h, (uint32_t)s->nobjs++);
 	return 0;
 }
 
@@ -1381,10 +1233,10 @@ static struct frames *obj_frames(struct syms *s, struct obj *o, uint64_t vaddr)
 {
 	const struct esym *sym;
 	struct frames fr = {0};
-	uint32_t idx;
+	uint64_t idx;
 	int n;
 
-	if (!u64map_get(&o->cache, vaddr, &idx))
+	if (hmap__get(&o->cache, vaddr, 0, 0, &idx))
 		return &o->fr[idx];
 	sym = obj_lookup_func(o, vaddr);
 	n = dwarf_frames(s, o, vaddr, sym, &fr);
@@ -1407,7 +1259,7 @@ static struct frames *obj_frames(struct syms *s, struct obj *o, uint64_t vaddr)
 		o->capfr = ncap;
 	}
 	o->fr[o->nfr] = fr;
-	if (u64map_put(&o->cache, vaddr, (uint32_t)o->nfr))
+	if (hmap__put(&o->cache, vaddr, 0, 0, o->nfr))
 		return NULL;
 	return &o->fr[o->nfr++];
 }
@@ -1425,11 +1277,9 @@ static void proc_free(struct proc *p)
 
 static struct proc *proc_find(struct syms *s, int pid)
 {
-	uint32_t idx;
+	uint64_t idx;
 
-	if (u64map_get(&s->proctab, (uint64_t)pid, &idx))
-		return NULL;
-	return s->procs[idx];
+	return hmap__get(&s->proctab, (uint64_t)pid, 0, 0, &idx) ? s->procs[idx] : NULL;
 }
 
 static struct proc *proc_new(struct syms *s, int pid)
@@ -1449,7 +1299,7 @@ static struct proc *proc_new(struct syms *s, int pid)
 	if (!p)
 		return NULL;
 	p->pid = pid;
-	if (u64map_put(&s->proctab, (uint64_t)pid, (uint32_t)s->nprocs)) {
+	if (hmap__put(&s->proctab, (uint64_t)pid, 0, 0, s->nprocs)) {
 		free(p);
 		return NULL;
 	}
@@ -1695,7 +1545,7 @@ int syms__track_pid(struct syms *s, int pid)
 		err = errno == ENOENT ? -ESRCH : -errno;
 		goto out;
 	}
-	h = hash_bytes(buf, len);
+	h = htab__bytes(buf, len);
 	if (p->have_hash && h == p->maps_hash)
 		goto perfmap;
 
@@ -2084,13 +1934,13 @@ void syms__free(struct syms *s)
 	for (size_t i = 0; i < s->nprocs; i++)
 		proc_free(s->procs[i]);
 	free(s->procs);
-	u64map_free(&s->proctab);
+	hmap__clear(&s->proctab);
 	for (size_t i = 0; i < s->nobjs; i++)
 		obj_free(s->objs[i]);
 	free(s->objs);
-	free(s->objtab.slots);
+	htab__clear(&s->objtab);
 	free(s->strs);
-	free(s->strtab.slots);
+	htab__clear(&s->strtab);
 	for (size_t i = 0; i < s->ndebug_dirs; i++)
 		free(s->debug_dirs[i]);
 	free(s->debug_dirs);

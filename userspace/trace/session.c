@@ -11,6 +11,7 @@
 
 #include "procs.h"
 #include "python.h"
+#include "hmap.h"
 #include "session.h"
 
 /* (pid, tid, names) -> labels. Threads are few compared to samples; a small
@@ -23,40 +24,13 @@ struct name_ent {
 	char comm[24], pcomm[24]; /* room for "[tid 4294967295]" */
 };
 
-static struct name_ent *names;
-static size_t names_cap, names_len;
+/* (tid, pid, names hash) -> its struct name_ent, allocated on its own */
+static struct hmap names;
 
 void session__names_free(void)
 {
-	free(names);
-	names = NULL;
-	names_cap = names_len = 0;
-}
-
-static size_t slot_of(uint32_t tid, uint32_t names, size_t cap)
-{
-	return (size_t)((tid ^ names) * 2654435761u) & (cap - 1);
-}
-
-static int names_grow(void)
-{
-	size_t ncap = names_cap ? names_cap * 2 : 256;
-	struct name_ent *n = calloc(ncap, sizeof(*n));
-
-	if (!n)
-		return -ENOMEM;
-	for (size_t i = 0; i < names_cap; i++) {
-		if (!names[i].tid)
-			continue;
-		size_t j = slot_of(names[i].tid, names[i].names, ncap);
-		while (n[j].tid)
-			j = (j + 1) & (ncap - 1);
-		n[j] = names[i];
-	}
-	free(names);
-	names = n;
-	names_cap = ncap;
-	return 0;
+	hmap_for_each(&names, e) free((void *)(uintptr_t)e->val);
+	hmap__clear(&names);
 }
 
 static void read_comm_file(uint32_t pid, uint32_t tid, char *out, size_t len)
@@ -85,26 +59,22 @@ static struct name_ent *name_lookup(struct session *s, uint32_t pid, uint32_t ti
 	struct comm_key k;
 	struct gpubpf_comm c;
 	struct name_ent *e;
-	size_t i;
+	uint64_t v;
 
 	if (!tid)
 		tid = pid ? pid : 0xffffffffu;
-	if (names_cap) {
-		for (i = slot_of(tid, nh, names_cap); names[i].tid; i = (i + 1) & (names_cap - 1))
-			if (names[i].tid == tid && names[i].pid == pid && names[i].names == nh)
-				return &names[i];
-	}
-	if ((names_len + 1) * 2 > names_cap && names_grow())
+	if (hmap__get(&names, tid, pid, nh, &v))
+		return (struct name_ent *)(uintptr_t)v;
+	e = calloc(1, sizeof(*e));
+	if (!e)
 		return NULL;
-	i = slot_of(tid, nh, names_cap);
-	while (names[i].tid)
-		i = (i + 1) & (names_cap - 1);
-	e = &names[i];
-	memset(e, 0, sizeof(*e));
+	if (hmap__put(&names, tid, pid, nh, (uintptr_t)e)) {
+		free(e);
+		return NULL;
+	}
 	e->tid = tid;
 	e->pid = pid;
 	e->names = nh;
-	names_len++;
 	snprintf(e->tid_str, sizeof(e->tid_str), "%u", tid);
 	snprintf(e->pid_str, sizeof(e->pid_str), "%u", pid);
 	/* The names the thread had when sampled; else its latest; else what /proc says. */
