@@ -284,18 +284,28 @@ void cpu__free(struct cpu_sampler *c)
 static int drain_buffer(struct cpu_sampler *c, unsigned buf)
 {
 	struct session *s = c->s;
-	int counts_fd = bpf_map__fd(buf ? c->skel->maps.counts1 : c->skel->maps.counts0);
+	struct bpf_map *counts = buf ? c->skel->maps.counts1 : c->skel->maps.counts0;
 	int stacks_fd = bpf_map__fd(buf ? c->skel->maps.stacks1 : c->skel->maps.stacks0);
-	struct cpu_key key, next, *prev = NULL;
-	uint64_t count, kips[STACKS_MAX_DEPTH], uips[STACKS_MAX_DEPTH];
-	int err = 0;
+	uint64_t kips[STACKS_MAX_DEPTH], uips[STACKS_MAX_DEPTH];
+	struct stacks_taken t;
+	int32_t *ids = NULL;
+	size_t nids = 0;
+	int err;
 
-	while (bpf_map_get_next_key(counts_fd, prev, &next) == 0) {
+	err = stacks__take(bpf_map__fd(counts), sizeof(struct cpu_key), sizeof(uint64_t), bpf_map__max_entries(counts),
+			   &t);
+	if (!err && t.n && !(ids = malloc(2 * t.n * sizeof(*ids))))
+		err = -ENOMEM;
+	for (size_t i = 0; i < t.n && !err; i++) {
+		struct cpu_key key;
+		uint64_t count;
 		int nk, nu, tk, tu;
 
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(counts_fd, &key, &count) || !count)
+		memcpy(&key, t.keys + i * sizeof(key), sizeof(key));
+		memcpy(&count, t.vals + i * sizeof(count), sizeof(count));
+		ids[nids++] = key.kstack;
+		ids[nids++] = key.ustack;
+		if (!count)
 			continue;
 		nk = stacks__read(stacks_fd, key.kstack, kips, &tk);
 		nu = stacks__read(stacks_fd, key.ustack, uips, &tu);
@@ -308,13 +318,17 @@ static int drain_buffer(struct cpu_sampler *c, unsigned buf)
 		values[s->t_cpu_ns] = (int64_t)count * s->period_ns;
 		err = session__add_stack_sample_py(s, key.tgid, key.tid, key.names, kips, nk, uips, nu, key.pystack,
 						   NULL, 0, NULL, 0, values);
-		if (err)
-			break;
-		c->samples += count;
+		if (!err)
+			c->samples += count;
 	}
 	/* Nothing writes this buffer now: empty it for its next turn. */
-	stacks__clear(counts_fd, sizeof(struct cpu_key));
-	stacks__clear(stacks_fd, sizeof(uint32_t));
+	if (ids)
+		stacks__clear_ids(stacks_fd, ids, nids);
+	else
+		stacks__clear(stacks_fd, sizeof(uint32_t));
+	stacks__clear(bpf_map__fd(counts), sizeof(struct cpu_key)); /* what an error left */
+	free(ids);
+	stacks__taken_free(&t);
 	return err;
 }
 

@@ -734,31 +734,44 @@ static int settle_staged(struct cuda_tracer *c, bool final)
 
 static int drain_buffer(struct cuda_tracer *c, unsigned buf, bool final)
 {
-	int counts_fd = bpf_map__fd(buf ? c->skel->maps.ccounts1 : c->skel->maps.ccounts0);
+	struct bpf_map *counts = buf ? c->skel->maps.ccounts1 : c->skel->maps.ccounts0;
 	int stacks_fd = bpf_map__fd(buf ? c->skel->maps.stacks1 : c->skel->maps.stacks0);
 	int alloc_fd = bpf_map__fd(c->skel->maps.alloc_stacks);
-	struct cuda_key key, next, *prev = NULL;
 	uint64_t ips[STACKS_MAX_DEPTH];
-	struct cuda_val val;
-	int err = 0;
+	struct stacks_taken t;
+	int32_t *ids = NULL;
+	size_t nids = 0;
+	int err;
 
-	while (bpf_map_get_next_key(counts_fd, prev, &next) == 0) {
+	err = stacks__take(bpf_map__fd(counts), sizeof(struct cuda_key), sizeof(struct cuda_val),
+			   bpf_map__max_entries(counts), &t);
+	if (!err && t.n && !(ids = malloc(t.n * sizeof(*ids))))
+		err = -ENOMEM;
+	for (size_t i = 0; i < t.n && !err; i++) {
+		struct cuda_key key;
+		struct cuda_val val;
 		int n, trunc = 0;
 
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(counts_fd, &key, &val) || !val.calls)
+		memcpy(&key, t.keys + i * sizeof(key), sizeof(key));
+		memcpy(&val, t.vals + i * sizeof(val), sizeof(val));
+		if (!(key.flags & CUDA_KEY_ALLOC_STACK))
+			ids[nids++] = key.ustack;
+		if (!val.calls)
 			continue;
 		if (c->s->opts->all)
 			procs__note_pid(c->s->procs, (int)key.tgid);
 		n = read_ips(c, &key, key.flags & CUDA_KEY_ALLOC_STACK ? alloc_fd : stacks_fd, ips, &trunc);
 		err = settle_call(c, &key, &val, ips, n, trunc, final);
-		if (err < 0)
-			break;
-		err = 0;
+		if (err > 0)
+			err = 0;
 	}
-	stacks__clear(counts_fd, sizeof(struct cuda_key));
-	stacks__clear(stacks_fd, sizeof(uint32_t));
+	if (ids)
+		stacks__clear_ids(stacks_fd, ids, nids);
+	else
+		stacks__clear(stacks_fd, sizeof(uint32_t));
+	stacks__clear(bpf_map__fd(counts), sizeof(struct cuda_key)); /* what an error left */
+	free(ids);
+	stacks__taken_free(&t);
 	return err;
 }
 

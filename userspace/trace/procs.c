@@ -61,6 +61,7 @@ struct procs {
 	struct holdguard guard; /* resumes held processes if gpubpf dies (-- only) */
 	procs_watch_fn watch;	/* host_wide: events of processes that are not targets */
 	void *watch_ctx;
+	unsigned refreshes;
 };
 
 static struct proc_ent *find(struct procs *p, int pid)
@@ -508,6 +509,11 @@ static bool pid_alive(int pid)
 
 int procs__refresh(struct procs *p)
 {
+	/* The agent runs for days over many processes: their mappings are read again at
+	 * exec and at every load the dynamic linker reports (procs__rescan), and at a
+	 * symbolization miss (syms.c); the periodic look is the safety net, every 5 ticks
+	 * there (every tick for a recording, which is short and wants every mapping). */
+	bool retrack = !p->opts->host_wide || p->refreshes++ % 5 == 0;
 	int live_roots = 0;
 
 	if (p->child > 0 && !p->child_reaped && p->gate_fd < 0) {
@@ -526,7 +532,8 @@ int procs__refresh(struct procs *p)
 		else
 			e->alive = pid_alive(e->pid);
 		if (e->alive) {
-			track(p, e->pid);
+			if (retrack)
+				track(p, e->pid);
 			live_roots += e->root;
 		} else if (!p->opts->all) {
 			__u32 key = (__u32)e->pid;

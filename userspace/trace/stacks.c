@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -7,6 +8,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "hmap.h"
 #include "stacks.h"
 
 int stacks__read(int fd, int32_t id, uint64_t ips[STACKS_MAX_DEPTH], int *truncated)
@@ -40,6 +42,92 @@ void stacks__clear(int fd, uint32_t key_size)
 		prev = NULL;
 	}
 	(void)key;
+}
+
+static int take_one_by_one(int fd, struct stacks_taken *t)
+{
+	unsigned char prev[64];
+	bool started = false;
+
+	if (t->key_size > sizeof(prev))
+		return -EINVAL;
+	/* the inactive buffer: nothing adds to it while it is read, emptied at the end */
+	while (t->n < t->cap) {
+		unsigned char *k = t->keys + t->n * t->key_size;
+
+		if (bpf_map_get_next_key(fd, started ? prev : NULL, k))
+			break;
+		memcpy(prev, k, t->key_size);
+		started = true;
+		if (bpf_map_lookup_elem(fd, k, t->vals + t->n * t->val_size) == 0)
+			t->n++;
+	}
+	stacks__clear(fd, t->key_size);
+	return 0;
+}
+
+int stacks__take(int fd, uint32_t key_size, uint32_t val_size, uint32_t max_entries, struct stacks_taken *t)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	uint64_t batch = 0; /* the kernel's cursor: a bucket index for hash maps */
+	bool first = true;
+
+	memset(t, 0, sizeof(*t));
+	t->key_size = key_size;
+	t->val_size = val_size;
+	t->cap = max_entries;
+	t->keys = malloc((size_t)max_entries * key_size);
+	t->vals = malloc((size_t)max_entries * val_size);
+	if (!t->keys || !t->vals) {
+		stacks__taken_free(t);
+		return -ENOMEM;
+	}
+	for (;;) {
+		__u32 count = (__u32)(t->cap - t->n);
+		int err;
+
+		if (!count)
+			break;
+		err = bpf_map_lookup_and_delete_batch(fd, first ? NULL : &batch, &batch, t->keys + t->n * key_size,
+						      t->vals + t->n * val_size, &count, &opts);
+		t->n += count;
+		if (!err) {
+			first = false;
+			continue;
+		}
+		if (errno == ENOENT)
+			break;
+		/* A kernel without batches for this map (before 5.6), or one that says no
+		 * for another reason: the one-by-one walk takes what is left. */
+		return take_one_by_one(fd, t);
+	}
+	return 0;
+}
+
+void stacks__taken_free(struct stacks_taken *t)
+{
+	free(t->keys);
+	free(t->vals);
+	memset(t, 0, sizeof(*t));
+}
+
+void stacks__clear_ids(int fd, const int32_t *ids, size_t n)
+{
+	struct hmap done = {0};
+	uint32_t key;
+
+	for (size_t i = 0; i < n; i++) {
+		if (ids[i] < 0 || hmap__get(&done, (uint32_t)ids[i], 0, 0, NULL))
+			continue;
+		key = (uint32_t)ids[i];
+		bpf_map_delete_elem(fd, &key);
+		if (hmap__put(&done, key, 0, 0, 1))
+			break;
+	}
+	hmap__clear(&done);
+	/* a stack whose count never landed (its map was full): the walk takes it */
+	if (bpf_map_get_next_key(fd, NULL, &key) == 0)
+		stacks__clear(fd, sizeof(key));
 }
 
 uint64_t stacks__stat(int stats_fd, uint32_t idx)

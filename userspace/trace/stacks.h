@@ -19,6 +19,25 @@ unsigned stacks__flip(volatile uint32_t *active);
 /* Delete every entry of a stack or hash map (the inactive buffer after a drain). */
 void stacks__clear(int fd, uint32_t key_size);
 
+/* What stacks__take read out of a hash map: N keys and values, packed. */
+struct stacks_taken {
+	unsigned char *keys, *vals;
+	size_t n, cap;
+	uint32_t key_size, val_size;
+};
+
+/* Read and empty the hash map FD of the inactive buffer (at most MAX_ENTRIES): in
+ * batches of the kernel's lookup-and-delete (a few system calls for the whole map),
+ * or, where the kernel has none for it, one entry at a time. 0 or -ENOMEM; free T
+ * with stacks__taken_free either way. */
+int stacks__take(int fd, uint32_t key_size, uint32_t val_size, uint32_t max_entries, struct stacks_taken *t);
+void stacks__taken_free(struct stacks_taken *t);
+
+/* Empty the stack map FD of the inactive buffer: the N IDS its entries were read
+ * under, one delete each (duplicates and ids < 0 skipped), then a walk over anything
+ * left (a stack whose count never landed because the counts map was full). */
+void stacks__clear_ids(int fd, const int32_t *ids, size_t n);
+
 /* Sum one counter of the per-CPU stats map over every CPU. */
 uint64_t stacks__stat(int stats_fd, uint32_t idx);
 
