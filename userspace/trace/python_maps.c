@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: MIT
+/* CPython frames: the interpreter's ELF symbols (its runtime, version, code type and
+ * the functions that evaluate or glue Python calls) and the target's executable
+ * mappings, each given its role. */
+#define _GNU_SOURCE /* process_vm_readv */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "../../bpf/python.h"
+#include "hmap.h"
+#include "log.h"
+#include "procmaps.h"
+#include "procroot.h"
+#include "procs.h"
+#include "python.h"
+#include "readfile.h"
+#include "session.h"
+
+#include "python_int.h"
+/* ---- ELF: the interpreter's symbols ---- */
+
+static const char *const glue_names[] = {
+    "_PyEval_Vector",	      "PyEval_EvalCode",
+    "PyEval_EvalCodeEx",      "_PyFunction_Vectorcall",
+    "PyObject_Call",	      "_PyObject_Call",
+    "PyObject_Vectorcall",    "PyVectorcall_Call",
+    "_PyObject_Call_Prepend", "_PyObject_FastCallDictTstate",
+    "PyObject_CallObject",    "method_vectorcall",
+    "slot_tp_call",	      "gen_send_ex",
+    "gen_send_ex2",	      "gen_iternext",
+    "_PyEval_EvalFrame",      "run_eval_code_obj",
+    "PyEval_EvalFrameEx",     "_PyObject_VectorcallTstate",
+};
+
+static void sym_want(struct py_syms *ps, const char *name, uint64_t value, uint64_t size, int type)
+{
+	int role = -1;
+
+	if (!value)
+		return;
+	if (type == STT_OBJECT) {
+		if (!strcmp(name, "_PyRuntime"))
+			ps->runtime = value;
+		else if (!strcmp(name, "Py_Version"))
+			ps->version = value;
+		else if (!strcmp(name, "PyCode_Type"))
+			ps->code_type = value;
+		return;
+	}
+	if (type != STT_FUNC || !size)
+		return;
+	/* The eval loop and its compiler-split cold part (a local .symtab symbol). */
+	if (!strcmp(name, "_PyEval_EvalFrameDefault") || !strcmp(name, "_PyEval_EvalFrameDefault.cold")) {
+		role = PY_ROLE_EVAL;
+		ps->eval = true;
+	} else {
+		for (size_t i = 0; i < sizeof(glue_names) / sizeof(glue_names[0]); i++)
+			if (!strcmp(name, glue_names[i]))
+				role = PY_ROLE_GLUE;
+	}
+	if (role < 0 || ps->nranges >= PY_MAX_RANGES)
+		return;
+	for (int i = 0; i < ps->nranges; i++)
+		if (ps->ranges[i].start == value)
+			return; /* in both .symtab and .dynsym */
+	ps->ranges[ps->nranges++] = (struct py_range){.start = value, .end = value + size, .role = (uint8_t)role};
+}
+
+/* Scan FD's symbols for the interpreter's; bias from the executable mapping (START,
+ * OFFSET) of this file. 0 or negative errno (-ENOENT: no interpreter here). */
+int py_scan_interp(int fd, uint64_t map_start, uint64_t map_off, struct py_syms *ps)
+{
+	Elf *e;
+	Elf_Scn *scn = NULL;
+	GElf_Ehdr eh;
+	size_t nph;
+	int err = -ENOENT;
+	bool biased = false;
+
+	memset(ps, 0, sizeof(*ps));
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!e)
+		return -ENOEXEC;
+	if (!gelf_getehdr(e, &eh) || elf_getphdrnum(e, &nph)) {
+		err = -ENOEXEC;
+		goto out;
+	}
+	for (size_t i = 0; i < nph && i < 256; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (map_off >= ph.p_offset && map_off < ph.p_offset + ph.p_filesz) {
+			ps->bias = map_start - map_off - (ph.p_vaddr - ph.p_offset);
+			biased = true;
+			break;
+		}
+	}
+	if (!biased) {
+		err = -ENOEXEC;
+		goto out;
+	}
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		size_t n;
+
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM))
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d || !sh.sh_entsize)
+			continue;
+		n = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < n && i < (1u << 24); i++) {
+			GElf_Sym sym;
+			const char *name;
+
+			if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx == SHN_UNDEF)
+				continue;
+			name = elf_strptr(e, sh.sh_link, sym.st_name);
+			if (!name || (name[0] != '_' && name[0] != 'P' && name[0] != 'm' && name[0] != 's' &&
+				      name[0] != 'g' && name[0] != 'r'))
+				continue;
+			sym_want(ps, name, sym.st_value, sym.st_size, GELF_ST_TYPE(sym.st_info));
+		}
+	}
+	err = ps->runtime && ps->eval ? 0 : -ENOENT;
+out:
+	elf_end(e);
+	return err;
+}
+
+/* ---- /proc/PID/maps ---- */
+
+/* Refresh pp's executable mappings (roles INTERP for the interpreter's file). */
+int py_read_maps(struct py_pid *pp)
+{
+	char path[64], *buf, *line, *save = NULL;
+	struct py_range *m = NULL;
+	int n = 0, cap = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pp->pid);
+	buf = readfile__path(path, PY_MAPS_MAX, true, NULL);
+	if (!buf)
+		return -errno ? -errno : -ENOENT;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		struct procmaps_entry e;
+
+		if (procmaps__parse_line(line, strlen(line), &e) || !e.exec)
+			continue;
+		if (n == cap) {
+			int ncap = cap ? cap * 2 : 64;
+			struct py_range *nm = realloc(m, sizeof(*m) * (size_t)ncap);
+
+			if (!nm) {
+				free(m);
+				free(buf);
+				return -ENOMEM;
+			}
+			m = nm;
+			cap = ncap;
+		}
+		m[n].start = e.start;
+		m[n].end = e.end;
+		m[n].role = pp->interp_ino && e.inode == (uint64_t)pp->interp_ino &&
+				    makedev(e.dev_major, e.dev_minor) == pp->interp_dev
+				? PY_ROLE_INTERP
+				: PY_ROLE_OTHER;
+		n++;
+	}
+	free(buf);
+	free(pp->maps);
+	pp->maps = m;
+	pp->nmaps = n;
+	pp->maps_at = py_mono_s();
+	return 0;
+}
+
+uint8_t py_role_of(struct py_pid *pp, uint64_t addr, bool *reread)
+{
+	for (int i = 0; i < pp->nranges; i++)
+		if (addr >= pp->ranges[i].start && addr < pp->ranges[i].end)
+			return pp->ranges[i].role;
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < pp->nmaps; i++)
+			if (addr >= pp->maps[i].start && addr < pp->maps[i].end)
+				return pp->maps[i].role;
+		/* A library loaded since the last look: read the maps again, at most once a
+		 * second per process (the walk's stray values are unmapped too). */
+		if (pass || *reread || py_mono_s() - pp->maps_at < 1.0 || py_read_maps(pp))
+			break;
+		*reread = true;
+	}
+	return PY_ROLE_UNMAPPED;
+}
