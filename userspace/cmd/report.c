@@ -22,213 +22,7 @@
 #include "report.h"
 #include "ttyesc.h"
 
-#define NV 6 /* values per row */
-
-enum unit { U_COUNT, U_NS, U_BYTES };
-
-struct row {
-	const char *name, *file; /* file: a call site's source file, or NULL */
-	int line;
-	int64_t v[NV];
-};
-
-struct table {
-	struct row *rows;
-	size_t n, cap;
-	struct hmap idx; /* (name ptr, file ptr, line) -> row index */
-};
-
-enum col_kind {
-	COL_VAL,  /* v[a] */
-	COL_PCT,  /* v[a] as a share of the column's total */
-	COL_AVG,  /* v[a] / v[b] */
-	COL_PCTG, /* v[a] as a share of the grand total given to print_table */
-};
-
-struct col {
-	const char *title;
-	enum col_kind kind;
-	int a, b;
-	enum unit unit;
-	bool additive; /* false: left blank on the "[N more]" row (cumulative values) */
-};
-
-static void table_free(struct table *t)
-{
-	free(t->rows);
-	hmap__clear(&t->idx);
-	memset(t, 0, sizeof(*t));
-}
-
-/* The row of (name, file, line), created empty; names are the model's interned strings,
- * so a pointer is an identity. NULL on -ENOMEM. */
-static struct row *table_get(struct table *t, const char *name, const char *file, int line)
-{
-	uint64_t v;
-
-	if (hmap__get(&t->idx, (uintptr_t)name, (uintptr_t)file, (uint64_t)(uint32_t)line, &v))
-		return &t->rows[v];
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 32;
-		struct row *n = realloc(t->rows, cap * sizeof(*n));
-
-		if (!n)
-			return NULL;
-		t->rows = n;
-		t->cap = cap;
-	}
-	memset(&t->rows[t->n], 0, sizeof(t->rows[t->n]));
-	t->rows[t->n].name = name;
-	t->rows[t->n].file = file;
-	t->rows[t->n].line = line;
-	if (hmap__put(&t->idx, (uintptr_t)name, (uintptr_t)file, (uint64_t)(uint32_t)line, t->n))
-		return NULL;
-	return &t->rows[t->n++];
-}
-
-/* qsort has no context argument; report runs on one thread */
-static int sort_col, sort_col2 = -1;
-
-static int cmp_row(const void *pa, const void *pb)
-{
-	const struct row *a = pa, *b = pb;
-	int c;
-
-	if (a->v[sort_col] != b->v[sort_col])
-		return a->v[sort_col] > b->v[sort_col] ? -1 : 1;
-	if (sort_col2 >= 0 && a->v[sort_col2] != b->v[sort_col2])
-		return a->v[sort_col2] > b->v[sort_col2] ? -1 : 1;
-	c = strcmp(a->name, b->name);
-	if (c)
-		return c;
-	c = strcmp(a->file ? a->file : "", b->file ? b->file : "");
-	if (c)
-		return c;
-	return (a->line > b->line) - (a->line < b->line);
-}
-
-/* ---- formatting ---- */
-
-static void fmt_val(char *buf, size_t len, int64_t v, enum unit u, bool raw)
-{
-	double d = (double)v;
-
-	if (raw || u == U_COUNT) {
-		snprintf(buf, len, "%" PRId64, v);
-	} else if (u == U_NS) {
-		if (v < 1000 && v > -1000)
-			snprintf(buf, len, "%" PRId64 " ns", v);
-		else if (v < 1000000 && v > -1000000)
-			snprintf(buf, len, "%.2f us", d / 1e3);
-		else if (v < 1000000000 && v > -1000000000)
-			snprintf(buf, len, "%.2f ms", d / 1e6);
-		else
-			snprintf(buf, len, "%.3f s", d / 1e9);
-	} else {
-		if (v < 1024 && v > -1024)
-			snprintf(buf, len, "%" PRId64 " B", v);
-		else if (v < (1 << 20) && v > -(1 << 20))
-			snprintf(buf, len, "%.2f KiB", d / 1024);
-		else if (v < (1LL << 30) && v > -(1LL << 30))
-			snprintf(buf, len, "%.2f MiB", d / (1 << 20));
-		else
-			snprintf(buf, len, "%.2f GiB", d / (1LL << 30));
-	}
-}
-
-/* Sums of absurd values (another tool's INT64_MAX) stop at the bounds and are counted,
- * rather than wrapping to a negative number nobody would question. */
-static uint64_t n_saturated;
-
-static void sat_add(int64_t *a, int64_t b)
-{
-	if (__builtin_add_overflow(*a, b, a)) {
-		*a = b > 0 ? INT64_MAX : INT64_MIN;
-		n_saturated++;
-	}
-}
-
-#define CELL 48
-
-/* Print rows sorted by column sort_by, the first `top` of them, then one "[N more]" row
- * summing the rest, so additive columns (and their percentages) still add up to the
- * totals. The name column is last: long C++ names do not push the numbers apart. */
-static void print_table(FILE *f, struct table *t, const struct col *cols, int ncols, int sort_by, int top, bool raw,
-			const char *name_title, int64_t grand)
-{
-	int64_t tot[NV] = {0};
-	size_t nshow = t->n, nrows;
-	struct row more = {0};
-	char(*cells)[CELL];
-	int w[16] = {0};
-	char morename[48];
-
-	sort_col = sort_by;
-	if (t->n > 1)
-		qsort(t->rows, t->n, sizeof(*t->rows), cmp_row);
-	for (size_t i = 0; i < t->n; i++)
-		for (int k = 0; k < NV; k++)
-			sat_add(&tot[k], t->rows[i].v[k]);
-	if (top > 0 && t->n > (size_t)top + 1) {
-		nshow = top;
-		for (size_t i = nshow; i < t->n; i++)
-			for (int k = 0; k < NV; k++)
-				sat_add(&more.v[k], t->rows[i].v[k]);
-		snprintf(morename, sizeof(morename), "[%zu more]", t->n - nshow);
-		more.name = morename;
-	}
-	nrows = nshow + (more.name ? 1 : 0);
-	cells = calloc((nrows + 1) * ncols, CELL);
-	if (!cells)
-		return;
-	for (int c = 0; c < ncols; c++) {
-		snprintf(cells[c], CELL, "%s", cols[c].title);
-		w[c] = (int)strlen(cells[c]);
-	}
-	for (size_t r = 0; r < nrows; r++) {
-		const struct row *row = r < nshow ? &t->rows[r] : &more;
-
-		for (int c = 0; c < ncols; c++) {
-			const struct col *cl = &cols[c];
-			char *cell = cells[(r + 1) * ncols + c];
-
-			if (row == &more && !cl->additive) {
-				cell[0] = '\0';
-			} else if (cl->kind == COL_VAL) {
-				fmt_val(cell, CELL, row->v[cl->a], cl->unit, raw);
-			} else if (cl->kind == COL_PCT || cl->kind == COL_PCTG) {
-				int64_t d = cl->kind == COL_PCT ? tot[cl->a] : grand;
-
-				if (d)
-					snprintf(cell, CELL, "%.1f%%", 100.0 * (double)row->v[cl->a] / (double)d);
-				else
-					snprintf(cell, CELL, "-");
-			} else if (row->v[cl->b] && row->v[cl->a]) {
-				fmt_val(cell, CELL, row->v[cl->a] / row->v[cl->b], cl->unit, raw);
-			} else {
-				snprintf(cell, CELL, "-");
-			}
-			if ((int)strlen(cell) > w[c])
-				w[c] = (int)strlen(cell);
-		}
-	}
-	for (size_t r = 0; r < nrows + 1; r++) {
-		const struct row *row = r == 0 ? NULL : r - 1 < nshow ? &t->rows[r - 1] : &more;
-
-		fputs(" ", f);
-		for (int c = 0; c < ncols; c++)
-			fprintf(f, " %*s", w[c], cells[r * ncols + c]);
-		if (!row) {
-			fprintf(f, "  %s\n", name_title);
-			continue;
-		}
-		fprintf(f, "  %s", row->name);
-		if (row->file)
-			fprintf(f, " (%s:%d)", row->file, row->line);
-		fputc('\n', f);
-	}
-	free(cells);
-}
+#include "report_int.h"
 
 /* ---- reading CUDA stacks ---- */
 
@@ -341,7 +135,7 @@ static int64_t total(const struct ctx *c, int t)
 	return t >= 0 ? profile__total(c->p, t) : 0;
 }
 
-static void section(FILE *f, const char *title)
+void rep_section(FILE *f, const char *title)
 {
 	fprintf(f, "\n%s\n", title);
 }
@@ -361,13 +155,13 @@ static int sum_by_call_site(struct ctx *c, struct table *rt, const int *types, i
 			continue;
 		cuda_view(c->p, s, &cv);
 		site = call_site(c->p, s, &cv);
-		r = table_get(rt, site->func, site->file, site->file ? site->line : 0);
+		r = rep_table_get(rt, site->func, site->file, site->file ? site->line : 0);
 		if (!r) {
-			table_free(rt);
+			rep_table_free(rt);
 			return -ENOMEM;
 		}
 		for (int k = 0; k < n; k++)
-			sat_add(&r->v[k], val(s, types[k]));
+			rep_sat_add(&r->v[k], val(s, types[k]));
 	}
 	return 0;
 }
@@ -402,19 +196,19 @@ static int sec_api(struct ctx *c)
 		cuda_view(c->p, s, &cv);
 		if (!cv.api)
 			continue;
-		r = table_get(&t, cv.api, NULL, 0);
+		r = rep_table_get(&t, cv.api, NULL, 0);
 		if (!r) {
-			table_free(&t);
+			rep_table_free(&t);
 			return -ENOMEM;
 		}
-		sat_add(&r->v[0], val(s, c->t_calls));
-		sat_add(&r->v[1], val(s, c->t_sync));
+		rep_sat_add(&r->v[0], val(s, c->t_calls));
+		rep_sat_add(&r->v[1], val(s, c->t_sync));
 	}
 	snprintf(title, sizeof(title), "CUDA API summary (%" PRId64 " calls; wait: time inside synchronizing calls)",
 		 total(c, c->t_calls));
-	section(c->f, title);
-	print_table(c->f, &t, cols, c->t_sync >= 0 ? 5 : 2, 0, c->o->top, c->o->raw, "function", 0);
-	table_free(&t);
+	rep_section(c->f, title);
+	rep_print_table(c->f, &t, cols, c->t_sync >= 0 ? 5 : 2, 0, c->o->top, c->o->raw, "function", 0);
+	rep_table_free(&t);
 	return 0;
 }
 
@@ -448,29 +242,29 @@ static int sec_kernels(struct ctx *c)
 		if (!val(s, c->t_launch) && !val(s, c->t_ktime))
 			continue;
 		cuda_view(c->p, s, &cv);
-		r = table_get(&t, cv.leaf ? cv.leaf : cv.api ? cv.api : "[unknown kernel]", NULL, 0);
+		r = rep_table_get(&t, cv.leaf ? cv.leaf : cv.api ? cv.api : "[unknown kernel]", NULL, 0);
 		if (!r) {
-			table_free(&t);
+			rep_table_free(&t);
 			return -ENOMEM;
 		}
-		sat_add(&r->v[0], val(s, c->t_launch));
-		sat_add(&r->v[1], val(s, c->t_ktime));
+		rep_sat_add(&r->v[0], val(s, c->t_launch));
+		rep_sat_add(&r->v[1], val(s, c->t_ktime));
 	}
 	if (dev) {
 		snprintf(title, sizeof(title), "GPU kernel summary (device time; instances: launches)");
-		section(c->f, title);
-		print_table(c->f, &t, tcols, 4, 1, c->o->top, c->o->raw, "kernel", 0);
+		rep_section(c->f, title);
+		rep_print_table(c->f, &t, tcols, 4, 1, c->o->top, c->o->raw, "kernel", 0);
 	} else {
 		snprintf(title, sizeof(title), "GPU kernel summary (%" PRId64 " launches)", total(c, c->t_launch));
-		section(c->f, title);
+		rep_section(c->f, title);
 		fprintf(c->f, "  no device time: %s; launches only\n",
 			c->t_ktime < 0 ? "the profile has no gpu_kernel_time (the target was not started with "
 					 "gpubpf's injection library, which times kernels with CUPTI)"
 				       : "gpu_kernel_time is zero (no GPU ran the kernels, or the injection library "
 					 "was not attached)");
-		print_table(c->f, &t, lcols, 2, 0, c->o->top, c->o->raw, "kernel", 0);
+		rep_print_table(c->f, &t, lcols, 2, 0, c->o->top, c->o->raw, "kernel", 0);
 	}
-	table_free(&t);
+	rep_table_free(&t);
 	return 0;
 }
 
@@ -499,14 +293,14 @@ static int sec_memops(struct ctx *c)
 		cuda_view(c->p, s, &cv);
 		if (!is_memop(cv.leaf))
 			continue;
-		r = table_get(&t, cv.leaf, NULL, 0);
+		r = rep_table_get(&t, cv.leaf, NULL, 0);
 		if (!r) {
-			table_free(&t);
+			rep_table_free(&t);
 			return -ENOMEM;
 		}
-		sat_add(&r->v[0], val(s, c->t_calls));
-		sat_add(&r->v[1], val(s, c->t_memcpy));
-		sat_add(&r->v[2], val(s, c->t_ctime));
+		rep_sat_add(&r->v[0], val(s, c->t_calls));
+		rep_sat_add(&r->v[1], val(s, c->t_memcpy));
+		rep_sat_add(&r->v[2], val(s, c->t_ctime));
 	}
 	if (!t.n) {
 		fprintf(c->f, "\nMemory operations: left out: %s\n",
@@ -514,13 +308,13 @@ static int sec_memops(struct ctx *c)
 					: "no copies or memsets were traced");
 		return 0;
 	}
-	section(c->f, dev ? "Memory operations (bytes requested; time on the device)"
-			  : "Memory operations (bytes requested)");
+	rep_section(c->f, dev ? "Memory operations (bytes requested; time on the device)"
+			      : "Memory operations (bytes requested)");
 	if (!dev)
 		fprintf(c->f, "  no device time for copies (gpu_memcpy_time %s)\n",
 			c->t_ctime < 0 ? "absent: not recorded with the injection library" : "is zero");
-	print_table(c->f, &t, cols, dev ? 5 : 3, 1, c->o->top, c->o->raw, "operation", 0);
-	table_free(&t);
+	rep_print_table(c->f, &t, cols, dev ? 5 : 3, 1, c->o->top, c->o->raw, "operation", 0);
+	rep_table_free(&t);
 	return 0;
 }
 
@@ -541,13 +335,13 @@ static int sec_gpumem(struct ctx *c)
 	}
 	if (sum_by_call_site(c, &t, (const int[]){c->t_alloc, c->t_inuse, c->t_calls}, 3))
 		return -ENOMEM;
-	fmt_val(a, sizeof(a), total(c, c->t_alloc), U_BYTES, c->o->raw);
-	fmt_val(u, sizeof(u), total(c, c->t_inuse), U_BYTES, c->o->raw);
+	rep_fmt_val(a, sizeof(a), total(c, c->t_alloc), U_BYTES, c->o->raw);
+	rep_fmt_val(u, sizeof(u), total(c, c->t_inuse), U_BYTES, c->o->raw);
 	snprintf(title, sizeof(title), "GPU memory by allocating call site (%s allocated, %s still in use at the end)",
 		 a, u);
-	section(c->f, title);
-	print_table(c->f, &t, cols, 5, 0, c->o->top, c->o->raw, "call site", 0);
-	table_free(&t);
+	rep_section(c->f, title);
+	rep_print_table(c->f, &t, cols, 5, 0, c->o->top, c->o->raw, "call site", 0);
+	rep_table_free(&t);
 	return 0;
 }
 
@@ -565,9 +359,9 @@ static int sec_sites(struct ctx *c)
 		return 0; /* the kernel section said why */
 	if (sum_by_call_site(c, &t, (const int[]){c->t_launch, c->t_ktime}, 2))
 		return -ENOMEM;
-	section(c->f, "Top launch call sites (innermost frame outside CUDA)");
-	print_table(c->f, &t, cols, total(c, c->t_ktime) > 0 ? 4 : 2, 0, c->o->top, c->o->raw, "call site", 0);
-	table_free(&t);
+	rep_section(c->f, "Top launch call sites (innermost frame outside CUDA)");
+	rep_print_table(c->f, &t, cols, total(c, c->t_ktime) > 0 ? 4 : 2, 0, c->o->top, c->o->raw, "call site", 0);
+	rep_table_free(&t);
 	return 0;
 }
 
@@ -617,36 +411,36 @@ static int sec_functions(struct ctx *c, int ti, bool chosen)
 
 				if (!fn)
 					continue;
-				r = table_get(&t, fn, NULL, 0);
+				r = rep_table_get(&t, fn, NULL, 0);
 				if (!r) {
 					err = -ENOMEM;
 					break;
 				}
 				if (leaf)
-					sat_add(&r->v[0], v);
+					rep_sat_add(&r->v[0], v);
 				leaf = false;
 				/* recursion: a function counts once per stack in cum */
 				if (hmap__get(&seen, (uintptr_t)fn, 0, 0, &last) && last == i + 1)
 					continue;
 				err = hmap__put(&seen, (uintptr_t)fn, 0, 0, i + 1);
-				sat_add(&r->v[1], v);
+				rep_sat_add(&r->v[1], v);
 			}
 		}
 	}
 	hmap__clear(&seen);
 	if (err) {
-		table_free(&t);
+		rep_table_free(&t);
 		return err;
 	}
 	memcpy(cc, cols, sizeof(cc));
 	cc[0].unit = cc[2].unit = !strcmp(unit, "nanoseconds") ? U_NS : !strcmp(unit, "bytes") ? U_BYTES : U_COUNT;
 	snprintf(title, sizeof(title), "Top functions by %s/%s (self: at the leaf, cum: anywhere on the stack)", type,
 		 unit);
-	section(c->f, title);
-	sort_col2 = 1; /* among equal self values, the larger cum first */
-	print_table(c->f, &t, cc, 4, 0, c->o->top, c->o->raw, "function", tot);
-	sort_col2 = -1;
-	table_free(&t);
+	rep_section(c->f, title);
+	rep_sort_col2 = 1; /* among equal self values, the larger cum first */
+	rep_print_table(c->f, &t, cc, 4, 0, c->o->top, c->o->raw, "function", tot);
+	rep_sort_col2 = -1;
+	rep_table_free(&t);
 	return 0;
 }
 
@@ -685,7 +479,7 @@ static void header(struct ctx *c)
 	if (dur > 0) {
 		char d[CELL];
 
-		fmt_val(d, sizeof(d), dur, U_NS, false);
+		rep_fmt_val(d, sizeof(d), dur, U_NS, false);
 		fprintf(c->f, ", %s recorded", d);
 	}
 	fputc('\n', c->f);
@@ -739,7 +533,7 @@ int report__profile(const struct profile *p, const struct report_opts *o, FILE *
 
 	if (!p || !f)
 		return -EINVAL;
-	n_saturated = 0;
+	rep_n_saturated = 0;
 	c.t_calls = profile__find_type(p, "cuda_calls");
 	c.t_launch = profile__find_type(p, "cuda_launches");
 	c.t_memcpy = profile__find_type(p, "cuda_memcpy");
@@ -780,113 +574,11 @@ int report__profile(const struct profile *p, const struct report_opts *o, FILE *
 		err = sec_sites(&c);
 	if (!err)
 		footer(&c, chosen);
-	if (!err && (n_saturated || profile__saturated(p)))
+	if (!err && (rep_n_saturated || profile__saturated(p)))
 		fprintf(f,
 			"Capped: %llu sums passed the range of a 64-bit integer and were held at its limit "
 			"(the profile holds values no recording makes)\n",
-			(unsigned long long)(n_saturated + profile__saturated(p)));
-	if (!err && (fflush(f) != 0 || ferror(f)))
-		err = -EIO;
-	return err;
-}
-
-/* ---- traces: duration statistics per name ---- */
-
-static int cmp_tev(const void *pa, const void *pb)
-{
-	const struct trace_event *a = *(const struct trace_event *const *)pa,
-				 *b = *(const struct trace_event *const *)pb;
-	int c;
-
-	if (a->kind != b->kind)
-		return a->kind < b->kind ? -1 : 1;
-	c = strcmp(a->name, b->name);
-	if (c)
-		return c;
-	return (a->dur_ns > b->dur_ns) - (a->dur_ns < b->dur_ns);
-}
-
-/* Rows of one kind: v = count, total, min, median, max, bytes. */
-static int trace_rows(const struct trace_event **ev, size_t n, enum trace_kind kind, struct table *t)
-{
-	for (size_t i = 0; i < n;) {
-		size_t j = i;
-		struct row *r;
-
-		if (ev[i]->kind != kind) {
-			i++;
-			continue;
-		}
-		while (j < n && ev[j]->kind == kind && !strcmp(ev[j]->name, ev[i]->name))
-			j++;
-		/* one row per name: the group's first name pointer is its identity */
-		r = table_get(t, ev[i]->name, NULL, 0);
-		if (!r)
-			return -ENOMEM;
-		r->v[0] = (int64_t)(j - i);
-		for (size_t k = i; k < j; k++) {
-			sat_add(&r->v[1], (int64_t)ev[k]->dur_ns);
-			sat_add(&r->v[5], (int64_t)ev[k]->bytes);
-		}
-		/* sorted by duration within the group */
-		r->v[2] = (int64_t)ev[i]->dur_ns;
-		r->v[4] = (int64_t)ev[j - 1]->dur_ns;
-		r->v[3] = (j - i) % 2 ? (int64_t)ev[i + (j - i) / 2]->dur_ns
-				      : (int64_t)((ev[i + (j - i) / 2 - 1]->dur_ns + ev[i + (j - i) / 2]->dur_ns) / 2);
-		i = j;
-	}
-	return 0;
-}
-
-int report__trace(const struct trace *tr, const struct report_opts *o, FILE *f)
-{
-	static const struct col cols[] = {
-	    {"count", COL_VAL, 0, 0, U_COUNT, true},  {"total", COL_VAL, 1, 0, U_NS, true},
-	    {"total%", COL_PCT, 1, 0, U_COUNT, true}, {"min", COL_VAL, 2, 0, U_NS, false},
-	    {"median", COL_VAL, 3, 0, U_NS, false},   {"max", COL_VAL, 4, 0, U_NS, false},
-	    {"bytes", COL_VAL, 5, 0, U_BYTES, true},
-	};
-	static const struct {
-		enum trace_kind kind;
-		const char *title, *what, *none;
-	} secs[] = {
-	    {TRACE_API, "CUDA API calls (wall time on the calling thread)", "function",
-	     "no CUDA API calls in the trace"},
-	    {TRACE_KERNEL, "GPU kernels (device time)", "kernel",
-	     "no kernels in the trace (device activity needs the injection library)"},
-	    {TRACE_MEMCPY, "Memory operations (device time)", "operation", "no copies or memsets in the trace"},
-	};
-	struct report_opts dflt = {.top = 10};
-	size_t n = trace__num_events(tr);
-	const struct trace_event **ev;
-	int err = 0;
-
-	if (!tr || !f)
-		return -EINVAL;
-	if (!o)
-		o = &dflt;
-	ev = calloc(n ? n : 1, sizeof(*ev));
-	if (!ev)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		ev[i] = trace__event(tr, i);
-	if (n > 1)
-		qsort(ev, n, sizeof(*ev), cmp_tev);
-	fprintf(f, "gpubpf report of %s: trace, %zu events\n", o->source ? o->source : "a trace", n);
-	for (size_t s = 0; s < sizeof(secs) / sizeof(secs[0]) && !err; s++) {
-		struct table t = {0};
-
-		err = trace_rows(ev, n, secs[s].kind, &t);
-		if (!err && !t.n)
-			fprintf(f, "\n%s: left out: %s\n", secs[s].title, secs[s].none);
-		else if (!err) {
-			section(f, secs[s].title);
-			print_table(f, &t, cols, secs[s].kind == TRACE_MEMCPY ? 7 : 6, 1, o->top, o->raw, secs[s].what,
-				    0);
-		}
-		table_free(&t);
-	}
-	free(ev);
+			(unsigned long long)(rep_n_saturated + profile__saturated(p)));
 	if (!err && (fflush(f) != 0 || ferror(f)))
 		err = -EIO;
 	return err;
