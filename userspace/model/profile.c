@@ -15,77 +15,16 @@
 #include "hmap.h"
 #include "profile.h"
 
+#include "profile_int.h"
+
 /* profile.c is linked into unit tests without syms.c: weak references keep those links
  * working, and profile__symbolize answers -ENOSYS when no symbolizer is linked in. */
 #pragma weak syms__resolve_user
 #pragma weak syms__resolve_kernel
 
-#define ARENA_CHUNK (64 * 1024)
-#define SYMBOLIZE_TRIES 4
-#define LOC_BLOCK 1024 /* locations per block */
-
-struct arena_chunk {
-	struct arena_chunk *next;
-	size_t size, used;
-	/* 8-byte aligned: three 8-byte fields above */
-	char data[];
-};
-
-struct loc_ent {
-	struct prof_location pub;
-	const char *synth_name; /* interned; PROF_FRAME_SYNTH only */
-	const char *synth_sys;
-	uint8_t tries; /* resolver calls that did not resolve it */
-};
-
-struct sample_ent {
-	struct prof_sample pub;
-	int64_t *values; /* in the arena; pub.values points here */
-};
-
-struct profile {
-	struct arena_chunk *arena;
-	size_t arena_bytes;
-
-	const char **strs; /* interned strings, in the arena */
-	size_t nstrs, cap_strs;
-	struct htab str_ht;
-
-	struct {
-		const char *type, *unit;
-	} types[PROFILE_MAX_TYPES];
-	int ntypes;
-	int64_t totals[PROFILE_MAX_TYPES];
-	uint64_t saturated; /* sums held at the int64 limits */
-	struct prof_mapping main_map;
-	bool have_main_map;
-
-	const char *period_type, *period_unit;
-	int64_t period;
-	int64_t time_nanos, duration_nanos;
-
-	const char **comments;
-	int ncomments, cap_comments;
-
-	/* fixed-size blocks: a location is large (it holds a whole sym_result), so the
-	 * array neither doubles its slack nor copies itself when it grows */
-	struct loc_ent **loc_blocks;
-	size_t nlocs, cap_blocks;
-	struct htab loc_ht;
-
-	struct sample_ent *samples;
-	size_t nsamples, cap_samples;
-	struct htab sample_ht;
-};
-
-static inline struct loc_ent *loc_at(const struct profile *p, size_t idx)
-{
-	return &p->loc_blocks[idx / LOC_BLOCK][idx % LOC_BLOCK];
-}
-
 /* ---- arena ---- */
 
-static void *arena_alloc(struct profile *p, size_t size)
+void *prof_arena_alloc(struct profile *p, size_t size)
 {
 	struct arena_chunk *c = p->arena;
 
@@ -123,7 +62,7 @@ static void *arena_alloc(struct profile *p, size_t size)
 	return c->data + c->used - size;
 }
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+int prof_grow(void **arr, size_t *cap, size_t need, size_t elem)
 {
 	size_t ncap;
 	void *n;
@@ -153,7 +92,7 @@ static int loc_new(struct profile *p, struct loc_ent **out)
 		return -E2BIG;
 	if (p->nlocs % LOC_BLOCK == 0) {
 		size_t b = p->nlocs / LOC_BLOCK;
-		int err = grow((void **)&p->loc_blocks, &p->cap_blocks, b + 1, sizeof(*p->loc_blocks));
+		int err = prof_grow((void **)&p->loc_blocks, &p->cap_blocks, b + 1, sizeof(*p->loc_blocks));
 
 		if (err)
 			return err;
@@ -185,7 +124,7 @@ static bool str_eq(const void *ctx, uint32_t idx, const void *key)
 }
 
 /* The model's copy of s (NULL for NULL); equal strings get the same pointer. */
-static int intern(struct profile *p, const char *s, const char **out)
+int prof_intern(struct profile *p, const char *s, const char **out)
 {
 	struct str_key k;
 	struct htab_slot *slot;
@@ -209,10 +148,10 @@ static int intern(struct profile *p, const char *s, const char **out)
 	}
 	if (p->nstrs >= UINT32_MAX - 1)
 		return -E2BIG;
-	err = grow((void **)&p->strs, &p->cap_strs, p->nstrs + 1, sizeof(*p->strs));
+	err = prof_grow((void **)&p->strs, &p->cap_strs, p->nstrs + 1, sizeof(*p->strs));
 	if (err)
 		return err;
-	copy = arena_alloc(p, k.len + 1);
+	copy = prof_arena_alloc(p, k.len + 1);
 	if (!copy)
 		return -ENOMEM;
 	memcpy(copy, s, k.len + 1);
@@ -270,9 +209,9 @@ int profile__add_type(struct profile *p, const char *type, const char *unit)
 		return -EEXIST;
 	if (p->ntypes >= PROFILE_MAX_TYPES)
 		return -E2BIG;
-	err = intern(p, type, &t);
+	err = prof_intern(p, type, &t);
 	if (!err)
-		err = intern(p, unit, &u);
+		err = prof_intern(p, unit, &u);
 	if (err)
 		return err;
 	p->types[p->ntypes].type = t;
@@ -312,9 +251,9 @@ int profile__set_period(struct profile *p, const char *type, const char *unit, i
 
 	if (!p)
 		return -EINVAL;
-	err = intern(p, type, &t);
+	err = prof_intern(p, type, &t);
 	if (!err)
-		err = intern(p, unit, &u);
+		err = prof_intern(p, unit, &u);
 	if (err)
 		return err;
 	p->period_type = t;
@@ -362,7 +301,7 @@ int profile__add_comment(struct profile *p, const char *fmt, ...)
 	if (p->ncomments >= INT32_MAX)
 		return -E2BIG;
 	cap = p->cap_comments;
-	err = grow((void **)&p->comments, &cap, (size_t)p->ncomments + 1, sizeof(*p->comments));
+	err = prof_grow((void **)&p->comments, &cap, (size_t)p->ncomments + 1, sizeof(*p->comments));
 	if (err)
 		return err;
 	p->cap_comments = (int)(cap > INT32_MAX ? INT32_MAX : cap);
@@ -377,7 +316,7 @@ int profile__add_comment(struct profile *p, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(s, (size_t)err + 1, fmt, ap);
 	va_end(ap);
-	err = intern(p, s, &c);
+	err = prof_intern(p, s, &c);
 	free(s);
 	if (err)
 		return err;
@@ -452,7 +391,7 @@ static void synth_fill(struct loc_ent *e)
 	e->pub.symbolized = true;
 }
 
-static int intern_location(struct profile *p, int pid, const struct prof_frame *f, uint32_t *id)
+int prof_intern_location(struct profile *p, int pid, const struct prof_frame *f, uint32_t *id)
 {
 	struct loc_key k = {.kind = f->kind, .addr = f->addr};
 	struct htab_slot *slot;
@@ -469,9 +408,9 @@ static int intern_location(struct profile *p, int pid, const struct prof_frame *
 	case PROF_FRAME_SYNTH:
 		if (!f->name)
 			return -EINVAL;
-		err = intern(p, f->name, &k.name);
+		err = prof_intern(p, f->name, &k.name);
 		if (!err)
-			err = intern(p, f->sys_name, &k.sys);
+			err = prof_intern(p, f->sys_name, &k.sys);
 		if (err)
 			return err;
 		break;
@@ -517,277 +456,6 @@ const struct prof_location *profile__location(const struct profile *p, uint32_t 
 	return &loc_at(p, id - 1)->pub;
 }
 
-/* ---- samples ---- */
-
-struct sample_key {
-	int pid, tid;
-	uint32_t nlocs, nlabels;
-	const uint32_t *locs;
-	const struct prof_label *labels; /* interned and sorted */
-};
-
-static int cmp_str(const char *a, const char *b)
-{
-	if (a == b)
-		return 0;
-	if (!a)
-		return -1;
-	if (!b)
-		return 1;
-	return strcmp(a, b);
-}
-
-static int cmp_label(const void *pa, const void *pb)
-{
-	const struct prof_label *a = pa, *b = pb;
-	int c;
-
-	c = cmp_str(a->key, b->key);
-	if (c)
-		return c;
-	c = cmp_str(a->str, b->str);
-	if (c)
-		return c;
-	if (a->num != b->num)
-		return a->num < b->num ? -1 : 1;
-	return cmp_str(a->unit, b->unit);
-}
-
-static bool sample_eq(const void *ctx, uint32_t idx, const void *key)
-{
-	const struct profile *p = ctx;
-	const struct sample_key *k = key;
-	const struct prof_sample *s = &p->samples[idx].pub;
-
-	if (s->pid != k->pid || s->tid != k->tid || s->nlocs != k->nlocs || s->nlabels != k->nlabels)
-		return false;
-	if (k->nlocs && memcmp(s->locs, k->locs, k->nlocs * sizeof(*k->locs)) != 0)
-		return false;
-	for (uint32_t i = 0; i < k->nlabels; i++) {
-		const struct prof_label *a = &s->labels[i], *b = &k->labels[i];
-
-		if (a->key != b->key || a->str != b->str || a->num != b->num || a->unit != b->unit)
-			return false;
-	}
-	return true;
-}
-
-static uint64_t sample_hash(const struct sample_key *k)
-{
-	uint64_t h = htab__word(0x2545f4914f6cdd1dULL, (uint32_t)k->pid);
-
-	h = htab__word(h, (uint32_t)k->tid);
-	h = htab__word(h, (uint64_t)k->nlocs << 32 | k->nlabels);
-	for (uint32_t i = 0; i < k->nlocs; i++)
-		h = htab__word(h, k->locs[i]);
-	for (uint32_t i = 0; i < k->nlabels; i++) {
-		const struct prof_label *l = &k->labels[i];
-
-		h = htab__word(h, (uintptr_t)l->key);
-		h = htab__word(h, (uintptr_t)l->str);
-		h = htab__word(h, (uint64_t)l->num);
-		h = htab__word(h, (uintptr_t)l->unit);
-	}
-	return htab__final(h);
-}
-
-/* Intern and sort a sample's labels into lab (PROFILE_MAX_LABELS entries). */
-static int intern_labels(struct profile *p, const struct prof_label *labels, int nlabels, struct prof_label *lab)
-{
-	int err;
-
-	for (int i = 0; i < nlabels; i++) {
-		if (!labels[i].key)
-			return -EINVAL;
-		memset(&lab[i], 0, sizeof(lab[i]));
-		err = intern(p, labels[i].key, &lab[i].key);
-		if (err)
-			return err;
-		if (labels[i].str) {
-			err = intern(p, labels[i].str, &lab[i].str);
-		} else {
-			lab[i].num = labels[i].num;
-			err = intern(p, labels[i].unit, &lab[i].unit);
-		}
-		if (err)
-			return err;
-	}
-	/* the same labels in another order are the same sample */
-	if (nlabels > 1)
-		qsort(lab, nlabels, sizeof(lab[0]), cmp_label);
-	return 0;
-}
-
-/* Add values to the sample keyed by interned location ids and interned, sorted labels. */
-static int add_sample_ids(struct profile *p, int pid, int tid, const uint32_t *ids, int nframes,
-			  const struct prof_label *lab, int nlabels, const int64_t *values)
-{
-	struct sample_key k;
-	struct sample_ent *e;
-	struct htab_slot *slot;
-	uint64_t hash;
-	uint32_t *locs;
-	struct prof_label *labs;
-	int64_t *vals;
-	int err;
-
-	k.pid = pid;
-	k.tid = tid;
-	k.nlocs = nframes;
-	k.nlabels = nlabels;
-	k.locs = ids;
-	k.labels = lab;
-	hash = sample_hash(&k);
-	err = htab__reserve(&p->sample_ht);
-	if (err)
-		return err;
-	slot = htab__find(&p->sample_ht, hash, sample_eq, p, &k);
-	if (slot->idx1) {
-		vals = p->samples[slot->idx1 - 1].values;
-	} else {
-		if (p->nsamples >= UINT32_MAX - 1)
-			return -E2BIG;
-		err = grow((void **)&p->samples, &p->cap_samples, p->nsamples + 1, sizeof(*p->samples));
-		if (err)
-			return err;
-		vals = arena_alloc(p, p->ntypes * sizeof(*vals));
-		locs = nframes ? arena_alloc(p, nframes * sizeof(*locs)) : NULL;
-		labs = nlabels ? arena_alloc(p, nlabels * sizeof(*labs)) : NULL;
-		if (!vals || (nframes && !locs) || (nlabels && !labs))
-			return -ENOMEM; /* arena space is reclaimed at profile__free */
-		memset(vals, 0, p->ntypes * sizeof(*vals));
-		if (nframes)
-			memcpy(locs, ids, nframes * sizeof(*locs));
-		if (nlabels)
-			memcpy(labs, lab, nlabels * sizeof(*labs));
-		e = &p->samples[p->nsamples++];
-		e->pub.pid = pid;
-		e->pub.tid = tid;
-		e->pub.nlocs = nframes;
-		e->pub.locs = locs;
-		e->pub.nlabels = nlabels;
-		e->pub.labels = labs;
-		e->pub.values = vals;
-		e->values = vals;
-		htab__fill(&p->sample_ht, slot, hash, (uint32_t)p->nsamples - 1);
-	}
-	for (int i = 0; i < p->ntypes; i++) {
-		/* absurd sums (another tool's INT64_MAX) stop at the limit and are counted */
-		if (__builtin_add_overflow(vals[i], values[i], &vals[i])) {
-			vals[i] = values[i] > 0 ? INT64_MAX : INT64_MIN;
-			p->saturated++;
-		}
-		if (__builtin_add_overflow(p->totals[i], values[i], &p->totals[i])) {
-			p->totals[i] = values[i] > 0 ? INT64_MAX : INT64_MIN;
-			p->saturated++;
-		}
-	}
-	return 0;
-}
-
-int profile__add_sample(struct profile *p, int pid, int tid, const struct prof_frame *frames, int nframes,
-			const struct prof_label *labels, int nlabels, const int64_t *values)
-{
-	uint32_t ids[PROFILE_MAX_FRAMES];
-	struct prof_label lab[PROFILE_MAX_LABELS];
-	int err;
-
-	if (!p || !values || nframes < 0 || nlabels < 0 || (nframes && !frames) || (nlabels && !labels))
-		return -EINVAL;
-	if (nframes > PROFILE_MAX_FRAMES || nlabels > PROFILE_MAX_LABELS)
-		return -E2BIG;
-	if (!p->ntypes)
-		return -EINVAL;
-	err = intern_labels(p, labels, nlabels, lab);
-	if (err)
-		return err;
-	for (int i = 0; i < nframes; i++) {
-		err = intern_location(p, pid, &frames[i], &ids[i]);
-		if (err)
-			return err;
-	}
-	return add_sample_ids(p, pid, tid, ids, nframes, lab, nlabels, values);
-}
-
-int profile__add_sample_locs(struct profile *p, int pid, int tid, const uint32_t *locs, int nlocs,
-			     const struct prof_label *labels, int nlabels, const int64_t *values)
-{
-	struct prof_label lab[PROFILE_MAX_LABELS];
-	int err;
-
-	if (!p || !values || nlocs < 0 || nlabels < 0 || (nlocs && !locs) || (nlabels && !labels))
-		return -EINVAL;
-	if (nlocs > PROFILE_MAX_FRAMES || nlabels > PROFILE_MAX_LABELS)
-		return -E2BIG;
-	if (!p->ntypes)
-		return -EINVAL;
-	for (int i = 0; i < nlocs; i++)
-		if (locs[i] < 1 || locs[i] > p->nlocs)
-			return -ENOENT;
-	err = intern_labels(p, labels, nlabels, lab);
-	if (err)
-		return err;
-	return add_sample_ids(p, pid, tid, locs, nlocs, lab, nlabels, values);
-}
-
-size_t profile__num_samples(const struct profile *p)
-{
-	return p ? p->nsamples : 0;
-}
-
-const struct prof_sample *profile__sample(const struct profile *p, size_t idx)
-{
-	if (!p || idx >= p->nsamples)
-		return NULL;
-	return &p->samples[idx].pub;
-}
-
-int profile__set_main_mapping(struct profile *p, const char *module, const char *build_id, uint64_t start,
-			      uint64_t limit, uint64_t offset)
-{
-	struct prof_mapping m = {.start = start, .limit = limit, .offset = offset};
-	int err;
-
-	if (!p || !module)
-		return -EINVAL;
-	err = intern(p, module, &m.module);
-	if (!err && build_id)
-		err = intern(p, build_id, &m.build_id);
-	if (err)
-		return err;
-	p->main_map = m;
-	p->have_main_map = true;
-	return 0;
-}
-
-const struct prof_mapping *profile__main_mapping(const struct profile *p)
-{
-	return p && p->have_main_map ? &p->main_map : NULL;
-}
-
-uint64_t profile__saturated(const struct profile *p)
-{
-	return p ? p->saturated : 0;
-}
-
-int64_t profile__total(const struct profile *p, int type_idx)
-{
-	if (!p || type_idx < 0 || type_idx >= p->ntypes)
-		return 0;
-	return p->totals[type_idx];
-}
-
-size_t profile__mem_bytes(const struct profile *p)
-{
-	if (!p)
-		return 0;
-	return sizeof(*p) + p->arena_bytes + p->cap_strs * sizeof(*p->strs) +
-	       (size_t)p->cap_comments * sizeof(*p->comments) + p->cap_blocks * sizeof(*p->loc_blocks) +
-	       (p->nlocs + LOC_BLOCK - 1) / LOC_BLOCK * LOC_BLOCK * sizeof(struct loc_ent) +
-	       p->cap_samples * sizeof(*p->samples) +
-	       (p->str_ht.cap + p->loc_ht.cap + p->sample_ht.cap) * sizeof(struct htab_slot);
-}
-
 /* ---- symbolization ---- */
 
 static int unknown_name(struct profile *p, uint64_t addr, const char **out)
@@ -795,7 +463,7 @@ static int unknown_name(struct profile *p, uint64_t addr, const char **out)
 	char buf[40];
 
 	snprintf(buf, sizeof(buf), "[unknown]+0x%llx", (unsigned long long)addr);
-	return intern(p, buf, out);
+	return prof_intern(p, buf, out);
 }
 
 /* Copy a resolver's result into the model's own strings. */
@@ -809,9 +477,9 @@ static int copy_result(struct profile *p, const struct prof_location *loc, const
 		return -EINVAL;
 	if (n > SYMS_MAX_INLINE)
 		n = SYMS_MAX_INLINE;
-	err = intern(p, in->module ? in->module : "[unknown]", &out->module);
+	err = prof_intern(p, in->module ? in->module : "[unknown]", &out->module);
 	if (!err)
-		err = intern(p, in->build_id, &out->build_id);
+		err = prof_intern(p, in->build_id, &out->build_id);
 	if (err)
 		return err;
 	out->map_start = in->map_start;
@@ -825,13 +493,13 @@ static int copy_result(struct profile *p, const struct prof_location *loc, const
 		struct sym_frame *o = &out->frames[i];
 
 		if (f->func)
-			err = intern(p, f->func, &o->func);
+			err = prof_intern(p, f->func, &o->func);
 		else
 			err = unknown_name(p, loc->addr, &o->func);
 		if (!err)
-			err = f->sys_name ? intern(p, f->sys_name, &o->sys_name) : 0;
+			err = f->sys_name ? prof_intern(p, f->sys_name, &o->sys_name) : 0;
 		if (!err)
-			err = intern(p, f->file, &o->file);
+			err = prof_intern(p, f->file, &o->file);
 		if (err)
 			return err;
 		if (!o->sys_name)
@@ -938,5 +606,5 @@ int profile__location_id(struct profile *p, int pid, const struct prof_frame *f,
 {
 	if (!p || !f || !id)
 		return -EINVAL;
-	return intern_location(p, pid, f, id);
+	return prof_intern_location(p, pid, f, id);
 }
