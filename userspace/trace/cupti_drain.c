@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: MIT
+/* Device time: draining the device-side samples into the model under the stacks that
+ * launched them, the --trace device tracks, and what a recording says about device
+ * time (counts, why it is unavailable, comments, the summary). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "../../bpf/cupti.h"
+#include "cupti.h"
+#include "cupti.skel.h"
+#include "demangle.h"
+#include "devtrace.h"
+#include "hmap.h"
+#include "links.h"
+#include "log.h"
+#include "objscan.h"
+#include "procmaps.h"
+#include "procs.h"
+#include "stacks.h"
+
+#include "cupti_int.h"
+
+/* ---- draining -------------------------------------------------------------------------- */
+
+/* The executable mappings of the objects between the user's call and the probe. */
+static const struct ranges *ranges_of(struct cupti_tracer *c, uint32_t tgid)
+{
+	struct ranges *rg;
+	char path[64], line[4096];
+	uint64_t v;
+	FILE *f;
+
+	if (hmap__get(&c->tab, tgid, 0, HK_RANGES, &v) && v)
+		return (const struct ranges *)(uintptr_t)v;
+	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
+	f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	rg = calloc(1, sizeof(*rg));
+	if (!rg) {
+		fclose(f);
+		return NULL;
+	}
+	while (fgets(line, sizeof(line), f) && rg->n < MAX_RANGES) {
+		struct procmaps_entry e;
+		char name[256];
+		const char *b;
+		size_t len;
+
+		if (procmaps__parse_line(line, strlen(line), &e) || !e.exec || !e.path)
+			continue;
+		len = e.path_len < sizeof(name) - 1 ? e.path_len : sizeof(name) - 1;
+		memcpy(name, e.path, len);
+		name[len] = '\0';
+		b = strrchr(name, '/');
+		b = b ? b + 1 : name;
+		if (cupti__internal_object(b))
+			rg->r[rg->n++] = (struct cupti_range){e.start, e.end};
+	}
+	fclose(f);
+	if (hmap__put(&c->tab, tgid, 0, HK_RANGES, (uint64_t)(uintptr_t)rg)) {
+		free(rg);
+		return NULL;
+	}
+	return rg;
+}
+
+static int add_dev_sample(struct cupti_tracer *c, const struct dev_key *k, const struct dev_val *v,
+			  const struct dev_proc *p)
+{
+	struct session *s = c->s;
+	struct prof_frame leaf[2];
+	struct prof_label extra[3];
+	uint64_t ips[STACKS_MAX_DEPTH];
+	char kbuf[48], dbuf[16], sbuf[16], gbuf[16], *owned = NULL;
+	const char *name, *api;
+	int nleaf = 0, nextra = 0, n, trunc = 0, skip = 0, err;
+	double scale;
+
+	SESSION_VALUES(values);
+	if (k->kind == DEV_KERNEL) {
+		scale = p ? cupti__scale(p->ctr.launches_seen, p->ctr.launches_sampled) : 1;
+		values[s->t_gpu_kernel_ns] = llround((double)v->ns * scale);
+		name = k->name_id ? cpt_get_str(&c->tab, k->tgid, k->name_id, HK_NAME) : NULL;
+		leaf[nleaf] = (struct prof_frame){.kind = PROF_FRAME_SYNTH, .addr = k->name_id};
+		if (name) {
+			owned = demangle(name);
+			leaf[nleaf].name = owned ? owned : name;
+			leaf[nleaf].sys_name = name;
+		} else {
+			snprintf(kbuf, sizeof(kbuf), "[cuda kernel #%u]", k->name_id);
+			leaf[nleaf].name = kbuf;
+		}
+		nleaf++;
+		c->kernels += v->count;
+		c->kernel_ns += v->ns;
+	} else {
+		scale = p ? cupti__scale(p->ctr.copies_seen, p->ctr.copies_sampled) : 1;
+		values[s->t_gpu_memcpy_ns] = llround((double)v->ns * scale);
+		leaf[nleaf++] = (struct prof_frame){
+		    .kind = PROF_FRAME_SYNTH, .name = cpt_dir_frame(k->kind == DEV_MEMSET ? DEV_DIR_MEMSET : k->dir)};
+		c->copies += v->count;
+		c->copy_ns += v->ns;
+	}
+	api = k->cbinfo ? cpt_get_str(&c->tab, k->tgid, DEV_NAME_API | k->cbinfo, HK_NAME) : NULL;
+	if (api)
+		leaf[nleaf++] = (struct prof_frame){.kind = PROF_FRAME_SYNTH, .name = api};
+	snprintf(dbuf, sizeof(dbuf), "%u", k->device);
+	extra[nextra++] = (struct prof_label){.key = "cuda_device", .str = dbuf};
+	snprintf(sbuf, sizeof(sbuf), "%u", k->stream);
+	extra[nextra++] = (struct prof_label){.key = "cuda_stream", .str = sbuf};
+	if (k->graph_id) {
+		snprintf(gbuf, sizeof(gbuf), "%u", k->graph_id);
+		extra[nextra++] = (struct prof_label){.key = "cuda_graph", .str = gbuf};
+	}
+
+	n = stacks__read(bpf_map__fd(c->skel->maps.launch_stacks), k->ustack, ips, &trunc);
+	s->truncated_stacks += (uint64_t)trunc;
+	if (n > 0) {
+		const struct ranges *rg = ranges_of(c, k->tgid);
+
+		skip = rg ? cupti__internal_frames(ips, n, rg->r, rg->n) : 0;
+		if (skip >= n)
+			skip = 0; /* nothing of the user's: keep what there is */
+		n -= skip;
+		/* ips[skip] is a return address into the user's call: back into the call. */
+		if (skip)
+			ips[skip] -= 1;
+	}
+	/* The launch's own stack: its Python frames merged as in the launch's samples, and
+	 * the names the thread had when it launched. */
+	err = session__add_stack_sample_py(s, k->tgid, k->tid, k->names, NULL, 0, ips + skip, n, k->pystack, leaf,
+					   nleaf, extra, nextra, values);
+	free(owned);
+	return err;
+}
+
+static int drain_buffer(struct cupti_tracer *c, unsigned buf)
+{
+	int counts_fd = bpf_map__fd(buf ? c->skel->maps.dcounts1 : c->skel->maps.dcounts0);
+	int procs_fd = bpf_map__fd(c->skel->maps.dev_procs);
+	struct dev_key key, next, *prev = NULL;
+	struct dev_val val;
+	int err = 0;
+
+	while (bpf_map_get_next_key(counts_fd, prev, &next) == 0) {
+		struct dev_proc p;
+		bool have_p;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(counts_fd, &key, &val) || !val.count)
+			continue;
+		if (c->s->opts->all)
+			procs__note_pid(c->s->procs, (int)key.tgid);
+		have_p = bpf_map_lookup_elem(procs_fd, &key.tgid, &p) == 0;
+		err = add_dev_sample(c, &key, &val, have_p ? &p : NULL);
+		if (err)
+			break;
+	}
+	stacks__clear(counts_fd, sizeof(struct dev_key));
+	return err;
+}
+
+int cupti__drain(struct cupti_tracer *c, bool final)
+{
+	int err;
+
+	if (!c->skel)
+		return 0;
+	/* Names first: the records about to be drained may use them. */
+	ring_buffer__consume(c->rb);
+	err = drain_buffer(c, stacks__flip(&c->skel->bss->buf_active));
+	if (!err && final) {
+		ring_buffer__consume(c->rb);
+		err = drain_buffer(c, stacks__flip(&c->skel->bss->buf_active));
+	}
+	return err;
+}
+
+/* ---- --trace ---------------------------------------------------------------------------- */
+
+int cupti__set_timeline(struct cupti_tracer *c, struct trace *t, size_t max_events)
+{
+	if (c->skel) /* the trace settings go in before the BPF object loads */
+		return -EBUSY;
+	devtrace__free(c->dt);
+	c->dt = devtrace__new(t, max_events);
+	return c->dt ? 0 : -ENOMEM;
+}
+
+int cupti__finish_timeline(struct cupti_tracer *c)
+{
+	if (!c->dt)
+		return 0;
+	if (c->rb)
+		ring_buffer__consume(c->rb);
+	return devtrace__link(c->dt);
+}
+
+void cupti__timeline_stats(struct cupti_tracer *c, uint64_t *events, uint64_t *dropped)
+{
+	struct devtrace_stats st = {0};
+
+	if (c->dt)
+		devtrace__stats(c->dt, &st);
+	*events = st.records;
+	*dropped = st.dropped + (c->skel ? c->skel->bss->lost_trace : 0);
+}
+
+/* ---- reporting ------------------------------------------------------------------------- */
+
+void cupti__stats(struct cupti_tracer *c, struct cupti_stats *out)
+{
+	__u32 k, nk, *prev = NULL;
+	struct dev_proc p;
+	int procs_fd, fd;
+
+	memset(out, 0, sizeof(*out));
+	out->max_rate = c->max_rate;
+	if (!c->skel)
+		return;
+	procs_fd = bpf_map__fd(c->skel->maps.dev_procs);
+	fd = bpf_map__fd(c->skel->maps.stats);
+	while (bpf_map_get_next_key(procs_fd, prev, &nk) == 0) {
+		k = nk;
+		prev = &k;
+		if (bpf_map_lookup_elem(procs_fd, &k, &p))
+			continue;
+		out->launches_seen += p.ctr.launches_seen;
+		out->launches_sampled += p.ctr.launches_sampled;
+		out->copies_seen += p.ctr.copies_seen;
+		out->copies_sampled += p.ctr.copies_sampled;
+		out->dropped_unsampled += p.ctr.dropped_unsampled;
+		out->lost += p.ctr.lost;
+		out->unjoined += p.unjoined;
+		out->invalid += p.invalid;
+	}
+	hmap_for_each(&c->tab, e)
+	{
+		if (e->k[2] == HK_WAS_ON)
+			out->attached++;
+	}
+	out->kernels = c->kernels;
+	out->copies = c->copies;
+	out->kernel_ns = c->kernel_ns;
+	out->copy_ns = c->copy_ns;
+	out->lost_stacks = stacks__stat(fd, STAT_USTACK_LOST) + stacks__stat(fd, STAT_STACK_FULL);
+	out->map_full = stacks__stat(fd, STAT_MAP_FULL);
+	out->lost_events = c->skel->bss->lost_events;
+	out->objects = c->objects;
+	out->max_rate = c->max_rate;
+}
+
+const char *cupti__unavailable_reason(struct cupti_tracer *c)
+{
+	const char *lib = cupti__library_path();
+	const char *why = NULL;
+
+	if (c->rb)
+		ring_buffer__consume(c->rb);
+	if (c->kernels || c->copies)
+		return NULL;
+	if (c->load_failed) {
+		snprintf(c->reason, sizeof(c->reason),
+			 "a target has the injection library, but the device time BPF programs could not be loaded");
+		return c->reason;
+	}
+	if (!c->objects) {
+		snprintf(c->reason, sizeof(c->reason),
+			 "no target had the injection library loaded (start the job with CUDA_INJECTION64_PATH=%s)",
+			 lib ? lib : "/path/to/libgpubpf_inject.so");
+		return c->reason;
+	}
+	hmap_for_each(&c->tab, e)
+	{
+		if (e->k[2] == HK_WAS_ON)
+			return NULL; /* attached: no device work ran, which the counts say */
+	}
+	hmap_for_each(&c->tab, e)
+	{
+		if (e->k[2] == HK_STATUS)
+			why = cpt_get_str(&c->tab, e->k[0], 0, HK_TEXT);
+	}
+	if (why)
+		snprintf(c->reason, sizeof(c->reason), "the injection library stayed idle: %s", why);
+	else
+		snprintf(c->reason, sizeof(c->reason),
+			 "the injection library is loaded but never attached (the target did not initialize CUDA "
+			 "during the recording)");
+	return c->reason;
+}
+
+int cupti__add_comments(struct cupti_tracer *c)
+{
+	const char *why = cupti__unavailable_reason(c);
+	struct cupti_stats st;
+	char rate[32];
+
+	if (why)
+		return profile__add_comment(c->s->prof, "gpu: device time unavailable: %s", why);
+	cupti__stats(c, &st);
+	if (st.max_rate)
+		snprintf(rate, sizeof(rate), "at most %u/s", st.max_rate);
+	else
+		snprintf(rate, sizeof(rate), "every call");
+	return profile__add_comment(
+	    c->s->prof,
+	    "gpu: device time from CUPTI (libgpubpf_inject.so) in %d of %d targets: %" PRIu64
+	    " kernels (%.3f ms), %" PRIu64 " copies/memsets (%.3f ms) measured; sampled (%s) %" PRIu64 " of %" PRIu64
+	    " launches and %" PRIu64 " of %" PRIu64
+	    " copies; gpu_kernel_time and gpu_memcpy_time are scaled by seen/sampled per process "
+	    "to estimate the whole recording; %" PRIu64 " records of unsampled launches dropped, %" PRIu64
+	    " lost, %" PRIu64 " without a launch stack, %" PRIu64 " invalid",
+	    st.attached, st.objects, st.kernels, (double)st.kernel_ns / 1e6, st.copies, (double)st.copy_ns / 1e6, rate,
+	    st.launches_sampled, st.launches_seen, st.copies_sampled, st.copies_seen, st.dropped_unsampled, st.lost,
+	    st.unjoined, st.invalid);
+}
+
+void cupti__summary(struct cupti_tracer *c, char *buf, size_t len)
+{
+	const char *why = cupti__unavailable_reason(c);
+	struct cupti_stats st;
+
+	if (why) {
+		snprintf(buf, len, ", device time unavailable (%s)", why);
+		return;
+	}
+	cupti__stats(c, &st);
+	snprintf(buf, len, ", device time: %" PRIu64 " kernels %.3g ms, %" PRIu64 " copies %.3g ms%s", st.kernels,
+		 (double)st.kernel_ns / 1e6, st.copies, (double)st.copy_ns / 1e6,
+		 st.launches_sampled < st.launches_seen || st.copies_sampled < st.copies_seen ? " (sampled; scaled)"
+											      : "");
+}
