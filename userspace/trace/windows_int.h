@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/* The sampling windows' insides, shared by their files: windows.c (the window thread,
+ * the drains' side) and windows_report.c (the estimates, costs and duty cycles said in
+ * the profile and the summary). windows.h is the contract. */
+#ifndef GPUBPF_WINDOWS_INT_H
+#define GPUBPF_WINDOWS_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cuda.h"
+#include "estimate.h"
+#include "governor.h"
+#include "hmap.h"
+#include "windows.h"
+
+#define WIN_RING 8192	   /* windows whose books are kept (seconds of them, drains look back one) */
+#define WIN_THREADS 64	   /* threads per window with their own delay correction */
+#define GUARD_S 0.05	   /* the guard looks at least this often */
+#define FIRST_MEASURE 0.03 /* a group's first window, before anything is known of it */
+#define MIN_SLOT 0.002	   /* the shortest window worth opening */
+
+struct wthread {
+	uint32_t tid;
+	float factor;
+};
+
+/* The books of one window. */
+struct wrec {
+	uint32_t id; /* 0: free */
+	int group;
+	size_t period;
+	double weight;	/* 1 / the probability of its instants, by design */
+	double planned; /* the slot's length */
+	double open;	/* the gate opened: calls count from here */
+	double close;	/* ... and closed */
+	bool cut;	/* the guard or the end of the recording cut it short */
+	bool final;	/* its books are closed */
+	double w_eff;	/* the weight, for its realized length */
+	int nthr;
+	struct wthread thr[WIN_THREADS];
+};
+
+/* A group's plan in the current segment. Probes go in a little before a window opens
+ * (attaching takes time) and come out a little after it closes (calls in flight return),
+ * counting nothing then: a window is exactly the time its gate (window_id) is open. */
+struct gstate {
+	bool windowed;
+	struct est_segment seg;
+	double wopen, wclose; /* the slot drawn */
+	double weight;
+	bool attached;	  /* the probes are in */
+	bool pending;	  /* the slot drawn is still to come */
+	bool first;	  /* the first, measuring window */
+	double detach_at; /* > 0: detach once calls in flight have returned */
+	struct wrec *cur;
+	double look_t;
+	uint64_t look_hits;
+};
+
+struct windows {
+	struct cuda_tracer *c;
+	struct governor *gv;  /* the caller's: written under lock */
+	double period, lead;  /* lead: attach this early (the slowest attach seen, and more) */
+	pthread_mutex_t lock; /* the books, the estimates, gv */
+	pthread_t thread;
+	bool running;
+	int stop_fd; /* eventfd: stop */
+	struct ring_buffer *rb;
+	_Atomic int woken;
+	double start, stop_t, period_start;
+	size_t pi; /* the current period */
+	uint32_t next_id;
+	struct wrec *ring;
+	struct gstate gs[CG__COUNT];
+	struct est_group est[CG__COUNT];
+	struct hmap tcost; /* (tid) -> ns the thread spent in probes and window switches */
+	uint64_t windows, cuts;
+	unsigned short xsubi[3];
+};
+
+#endif /* GPUBPF_WINDOWS_INT_H */

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: MIT
+/* The sampling windows said: the duty cycles, each group's estimate with its 95%
+ * interval, and gpubpf's estimated overhead part by part, for the profile's comments,
+ * the summary line and the agent. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "cuda.h"
+#include "hmap.h"
+#include "log.h"
+#include "profile.h"
+#include "readfile.h"
+#include "windows.h"
+
+#include "windows_int.h"
+
+void windows__duty_text(const struct governor *gv, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (int g = 0; g < gv->ngroups && off < len; g++) {
+		int n;
+
+		if (gv->g[g].always)
+			continue;
+		n = snprintf(buf + off, len - off, "%s%s %.3g%%", off ? ", " : "", gv->g[g].name, 100 * gv->g[g].duty);
+		if (n < 0)
+			break;
+		off += (size_t)n;
+	}
+}
+
+/* "12,345" */
+static const char *grouped(char *buf, size_t len, double v)
+{
+	char raw[32];
+	size_t n, o = 0;
+
+	snprintf(raw, sizeof(raw), "%.0f", v < 0 ? 0 : v);
+	n = strlen(raw);
+	for (size_t i = 0; i < n && o + 2 < len; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = raw[i];
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+static void estimate_comment(struct profile *prof, const char *group, const char *what, const struct est_total *t)
+{
+	char e[32], lo[32], hi[32], seen[32];
+	double half = (t->hi - t->lo) / 2;
+
+	if (!t->sampled) {
+		profile__add_comment(prof, "cuda estimate: %s: %s %s, every call seen (attached all the time)", group,
+				     grouped(e, sizeof(e), t->est), what);
+		return;
+	}
+	if (t->sampled < 2) {
+		/* One sampled period gives no spread to measure: no interval is better than a
+		 * false one (a short recording; see docs/BENCHMARKS.md). */
+		profile__add_comment(prof,
+				     "cuda estimate: %s: %s %s, no confidence interval (one sampled period: a "
+				     "recording this short is a rough estimate), from %s calls seen in windows of "
+				     "%d of %d periods",
+				     group, grouped(e, sizeof(e), t->est), what, grouped(seen, sizeof(seen), t->seen),
+				     t->sampled, t->periods);
+		return;
+	}
+	profile__add_comment(prof,
+			     "cuda estimate: %s: %s %s, 95%% CI %s-%s (+-%.2g%%), from %s calls seen in windows of "
+			     "%d of %d periods",
+			     group, grouped(e, sizeof(e), t->est), what, grouped(lo, sizeof(lo), t->lo),
+			     grouped(hi, sizeof(hi), t->hi), t->est > 0 ? 100 * half / t->est : 0,
+			     grouped(seen, sizeof(seen), t->seen), t->sampled, t->periods);
+}
+
+/* The parts of what gpubpf cost the busiest thread, as fractions of ELAPSED. */
+static void cost_parts(struct windows *w, const uint64_t cost[CG__COUNT], const struct governor *gv, double elapsed,
+		       struct windows_summary *sum, double *probes, double *always)
+{
+	double secs = elapsed > 0 ? elapsed : 1;
+
+	*probes = *always = 0;
+	memset(sum, 0, sizeof(*sum));
+	if (w) {
+		windows__summary(w, sum);
+		*probes = sum->probes / secs;
+		for (int g = 0; g < CG__COUNT; g++)
+			if (!w->gs[g].windowed)
+				*always += (double)cost[g] / 1e9 / secs;
+	} else {
+		/* no windows, no per-thread books: all threads' probe time, as if one's */
+		for (int g = 0; g < CG__COUNT; g++)
+			*probes += (double)cost[g] / 1e9 / secs;
+	}
+	(void)gv;
+}
+
+double windows__overhead(struct windows *w, const uint64_t cost_ns[CG__COUNT], const struct governor *gv,
+			 double elapsed)
+{
+	struct windows_summary sum;
+	double probes, always;
+
+	cost_parts(w, cost_ns, gv, elapsed, &sum, &probes, &always);
+	return probes + always + gv->cpu_cost;
+}
+
+void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const struct governor *gv,
+		       struct profile *prof, double budget_pct, const char *exact_why, double elapsed)
+{
+	struct windows_summary sum;
+	char duty[256];
+	double probes, always, total;
+
+	windows__duty_text(gv, duty, sizeof(duty));
+	cost_parts(w, cost, gv, elapsed, &sum, &probes, &always);
+	if (w) {
+		profile__add_comment(
+		    prof,
+		    "cuda: sampled windows under a %.3g%% overhead budget: one window a period (%.3g s) per group, "
+		    "its slot drawn at random, so every instant is seen with a known probability and each call seen "
+		    "counts 1/p; last duty cycles: %s (allocations and name lookups always attached); counts, bytes "
+		    "and waits of windowed groups are estimates of the whole recording",
+		    budget_pct, w->period, duty);
+		for (int g = 0; g < CG__COUNT; g++) {
+			if (!w->gs[g].windowed)
+				continue;
+			estimate_comment(prof, cuda_group_names[g], "calls", &sum.calls[g]);
+			if (g == CG_COPY && sum.value[g].est > 0)
+				estimate_comment(prof, cuda_group_names[g], "bytes", &sum.value[g]);
+			if (g == CG_SYNC && sum.value[g].est > 0)
+				estimate_comment(prof, cuda_group_names[g], "ns waited", &sum.value[g]);
+		}
+	} else {
+		profile__add_comment(prof, "cuda: exact counts (%s): every probe attached all the time", exact_why);
+	}
+	/* What gpubpf cost the busiest thread, each part as measured (see --help). */
+	total = probes + always + gv->cpu_cost;
+	profile__add_comment(
+	    prof,
+	    "cuda cost: estimated overhead %.3g%% of the busiest target thread: probe hits %.3g%% (their programs "
+	    "timed in the job, plus traps of %.2f us at entry and %.2f us at return, calibrated), %" PRIu64
+	    " windows opened and closed (%.2f us each with its first hit, counted with the hits), groups never "
+	    "windowed %.3g%%, CPU sampling %.3g%% (%.2f us a sample); planned %.3g%%; a traced call costs %.2f us "
+	    "on gpubpf's own calibration call",
+	    100 * total, 100 * probes, gv->trap_entry * 1e6, gv->trap_return * 1e6, sum.windows,
+	    governor__window_cost(gv) * 1e6, 100 * always, 100 * gv->cpu_cost, gv->sample_cost * 1e6,
+	    100 * governor__overhead(gv), gv->cost_per_hit * 1e6);
+}
