@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "hmap.h"
+#include "vec.h"
 #include "profile.h"
 
 #include "profile_int.h"
@@ -62,26 +63,6 @@ void *prof_arena_alloc(struct profile *p, size_t size)
 	return c->data + c->used - size;
 }
 
-int prof_grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap;
-	void *n;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 64;
-	while (ncap < need)
-		ncap *= 2;
-	if (ncap > SIZE_MAX / elem)
-		return -ENOMEM;
-	n = realloc(*arr, ncap * elem);
-	if (!n)
-		return -ENOMEM;
-	*arr = n;
-	*cap = ncap;
-	return 0;
-}
-
 /* A new, zeroed location entry with the next id (blocks of LOC_BLOCK never move, so
  * pointers to entries stay valid). 0, -E2BIG or -ENOMEM. */
 static int loc_new(struct profile *p, struct loc_ent **out)
@@ -92,7 +73,7 @@ static int loc_new(struct profile *p, struct loc_ent **out)
 		return -E2BIG;
 	if (p->nlocs % LOC_BLOCK == 0) {
 		size_t b = p->nlocs / LOC_BLOCK;
-		int err = prof_grow((void **)&p->loc_blocks, &p->cap_blocks, b + 1, sizeof(*p->loc_blocks));
+		int err = vec__grow((void **)&p->loc_blocks, &p->cap_blocks, b + 1, sizeof(*p->loc_blocks));
 
 		if (err)
 			return err;
@@ -148,7 +129,7 @@ int prof_intern(struct profile *p, const char *s, const char **out)
 	}
 	if (p->nstrs >= UINT32_MAX - 1)
 		return -E2BIG;
-	err = prof_grow((void **)&p->strs, &p->cap_strs, p->nstrs + 1, sizeof(*p->strs));
+	err = vec__grow((void **)&p->strs, &p->cap_strs, p->nstrs + 1, sizeof(*p->strs));
 	if (err)
 		return err;
 	copy = prof_arena_alloc(p, k.len + 1);
@@ -301,7 +282,7 @@ int profile__add_comment(struct profile *p, const char *fmt, ...)
 	if (p->ncomments >= INT32_MAX)
 		return -E2BIG;
 	cap = p->cap_comments;
-	err = prof_grow((void **)&p->comments, &cap, (size_t)p->ncomments + 1, sizeof(*p->comments));
+	err = vec__grow((void **)&p->comments, &cap, (size_t)p->ncomments + 1, sizeof(*p->comments));
 	if (err)
 		return err;
 	p->cap_comments = (int)(cap > INT32_MAX ? INT32_MAX : cap);

@@ -77,7 +77,6 @@ static inline struct loc_ent *loc_at(const struct profile *p, size_t idx)
 /* ---- profile.c ---- */
 
 void *prof_arena_alloc(struct profile *p, size_t size);
-int prof_grow(void **arr, size_t *cap, size_t need, size_t elem);
 int prof_intern(struct profile *p, const char *s, const char **out);
 int prof_intern_location(struct profile *p, int pid, const struct prof_frame *f, uint32_t *id);
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hmap.h"
+#include "vec.h"
 #include "profile.h"
 
 #include "profile_int.h"
@@ -143,7 +144,7 @@ static int add_sample_ids(struct profile *p, int pid, int tid, const uint32_t *i
 	} else {
 		if (p->nsamples >= UINT32_MAX - 1)
 			return -E2BIG;
-		err = prof_grow((void **)&p->samples, &p->cap_samples, p->nsamples + 1, sizeof(*p->samples));
+		err = vec__grow((void **)&p->samples, &p->cap_samples, p->nsamples + 1, sizeof(*p->samples));
 		if (err)
 			return err;
 		vals = prof_arena_alloc(p, p->ntypes * sizeof(*vals));

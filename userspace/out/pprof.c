@@ -16,6 +16,7 @@
 
 #include "profile.pb-c.h"
 #include "hmap.h"
+#include "vec.h"
 #include "pprof.h"
 
 #define KERNEL_MODULE "[kernel.kallsyms]"
@@ -76,26 +77,6 @@ static bool str_same(const char *a, const char *b)
 	return a && b && strcmp(a, b) == 0;
 }
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap;
-	void *n;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 64;
-	while (ncap < need)
-		ncap *= 2;
-	if (ncap > SIZE_MAX / elem)
-		return -ENOMEM;
-	n = realloc(*arr, ncap * elem);
-	if (!n)
-		return -ENOMEM;
-	*arr = n;
-	*cap = ncap;
-	return 0;
-}
-
 /* Zeroed memory owned by the write. Does nothing once *err is set, so a run of calls
  * needs one check; NULL for n == 0 is not an error. */
 static void *w_alloc(struct writer *w, size_t n, size_t size, int *err)
@@ -104,7 +85,7 @@ static void *w_alloc(struct writer *w, size_t n, size_t size, int *err)
 
 	if (*err || !n)
 		return NULL;
-	if (grow((void **)&w->owned, &w->cap_owned, w->nowned + 1, sizeof(*w->owned))) {
+	if (vec__grow((void **)&w->owned, &w->cap_owned, w->nowned + 1, sizeof(*w->owned))) {
 		*err = -ENOMEM;
 		return NULL;
 	}
@@ -153,7 +134,7 @@ static int str_idx(struct writer *w, const char *s, int64_t *out)
 	if (err)
 		return err;
 	if (!slot->idx1) {
-		if (grow((void **)&w->strs, &w->cap_strs, w->nstrs + 1, sizeof(*w->strs)))
+		if (vec__grow((void **)&w->strs, &w->cap_strs, w->nstrs + 1, sizeof(*w->strs)))
 			return -ENOMEM;
 		w->strs[w->nstrs++] = s;
 		htab__fill(&w->str_tab, slot, hash, (uint32_t)w->nstrs - 1);
@@ -198,7 +179,7 @@ static int map_id(struct writer *w, const struct map_ent *key, uint32_t *id)
 	if (err)
 		return err;
 	if (!slot->idx1) {
-		if (grow((void **)&w->maps, &w->cap_maps, w->nmaps + 1, sizeof(*w->maps)))
+		if (vec__grow((void **)&w->maps, &w->cap_maps, w->nmaps + 1, sizeof(*w->maps)))
 			return -ENOMEM;
 		w->maps[w->nmaps++] = *key;
 		htab__fill(&w->map_tab, slot, h, (uint32_t)w->nmaps - 1);
@@ -227,7 +208,7 @@ static int func_id(struct writer *w, const struct func_ent *key, uint64_t *id)
 	if (err)
 		return err;
 	if (!slot->idx1) {
-		if (grow((void **)&w->funcs, &w->cap_funcs, w->nfuncs + 1, sizeof(*w->funcs)))
+		if (vec__grow((void **)&w->funcs, &w->cap_funcs, w->nfuncs + 1, sizeof(*w->funcs)))
 			return -ENOMEM;
 		w->funcs[w->nfuncs++] = *key;
 		htab__fill(&w->func_tab, slot, h, (uint32_t)w->nfuncs - 1);
@@ -687,7 +668,7 @@ int pprof__write_level(const struct profile *p, FILE *f, int level)
 
 	if (!p || !f)
 		return -EINVAL;
-	err = grow((void **)&w.strs, &w.cap_strs, 1, sizeof(*w.strs));
+	err = vec__grow((void **)&w.strs, &w.cap_strs, 1, sizeof(*w.strs));
 	if (err)
 		goto out;
 	w.strs[w.nstrs++] = ""; /* string_table[0] must be "" */
