@@ -87,11 +87,23 @@ tools: $(WL_BINS) $(UNIT_BINS) $(UNIT_SAN_BINS)
 -include $(wildcard tests/workloads/python/Makefile.inc)
 -include $(wildcard tests/gpu/Makefile.inc)
 
+# libbpf 1.4 (bpf_link_create's uprobe_multi: userspace/trace/umulti.c) from Debian 12's
+# backports; Debian 12 itself has 1.1.2.
+BACKPORTS := /etc/apt/sources.list.d/gpubpf-bookworm-backports.list
+LIBBPF_MIN := 1:1.4
+
 deps:
 	$(Q)if ! dpkg -s $(DEB_PKGS) >/dev/null 2>&1; then \
 		echo "  DEPS     installing Debian packages: $(DEB_PKGS)"; \
 		export DEBIAN_FRONTEND=noninteractive; \
 		apt-get update -qq && apt-get install -y -qq --no-install-recommends $(DEB_PKGS) >/dev/null; \
+	fi
+	$(Q)if ! dpkg --compare-versions "$$(dpkg-query -W -f='$${Version}' libbpf-dev 2>/dev/null)" ge $(LIBBPF_MIN); then \
+		echo "  DEPS     installing libbpf $(LIBBPF_MIN) or later from bookworm-backports"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		echo "deb http://deb.debian.org/debian bookworm-backports main" > $(BACKPORTS) && \
+		apt-get update -qq && \
+		apt-get install -y -qq --no-install-recommends -t bookworm-backports libbpf-dev libbpf1 >/dev/null; \
 	fi
 
 $(BUILD)/bpf $(BUILD)/obj $(BUILD)/san $(BUILD)/proto $(BUILD)/tests $(BUILD)/tests/san $(BUILD)/workloads:

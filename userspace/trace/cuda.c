@@ -144,23 +144,47 @@ static int on_call(void *ctx, void *data, size_t len)
 	return 0;
 }
 
+/* Open and load the CUDA object with one flavour of the entry and return programs:
+ * uprobe_multi links (MULTI) or one perf uprobe per function. */
+static int load_flavour(struct cuda_tracer *c, int targets_fd, int comms_fd, bool multi)
+{
+	struct session *s = c->s;
+	int err;
+
+	c->skel = cuda_bpf__open();
+	if (!c->skel)
+		return -errno;
+	SESSION_SET_RODATA(c->skel->rodata, s);
+	c->multi = multi;
+	if (c->trace) {
+		c->skel->rodata->trace_calls = true;
+		/* ~70 bytes an event: room for 200k calls between two polls. */
+		bpf_map__set_max_entries(c->skel->maps.call_events, 16u << 20);
+	}
+	bpf_program__set_autoload(c->skel->progs.cuda_enter, !multi);
+	bpf_program__set_autoload(c->skel->progs.cuda_exit, !multi);
+	bpf_program__set_autoload(c->skel->progs.cuda_enter_multi, multi);
+	bpf_program__set_autoload(c->skel->progs.cuda_exit_multi, multi);
+	bpf_program__set_expected_attach_type(c->skel->progs.cuda_enter_multi, UMULTI_ATTACH_TYPE);
+	bpf_program__set_expected_attach_type(c->skel->progs.cuda_exit_multi, UMULTI_ATTACH_TYPE);
+	err = session__share_maps(s, c->skel->obj, targets_fd, comms_fd);
+	if (!err)
+		err = cuda_bpf__load(c->skel);
+	if (!err && multi)
+		err = umulti__probe(bpf_program__fd(c->skel->progs.cuda_enter_multi));
+	return err;
+}
+
 struct cuda_tracer *cuda__new(struct session *s, int targets_fd, int comms_fd)
 {
 	struct cuda_tracer *c = calloc(1, sizeof(*c));
+	bool multi = !getenv("GPUBPF_NO_UPROBE_MULTI");
 	int err;
 
 	if (!c)
 		return NULL;
 	c->s = s;
 	pthread_mutex_init(&c->lock, NULL);
-	c->skel = cuda_bpf__open();
-	if (!c->skel) {
-		err = -errno;
-		pr_err("cannot open the CUDA tracing BPF object: %s", strerror(-err));
-		goto fail;
-	}
-	SESSION_SET_RODATA(c->skel->rodata, s);
-	c->multi = umulti__supported() && !getenv("GPUBPF_NO_UPROBE_MULTI");
 	c->trace = s->opts->trace;
 	if (c->trace) {
 		c->timeline = trace__new();
@@ -168,22 +192,15 @@ struct cuda_tracer *cuda__new(struct session *s, int targets_fd, int comms_fd)
 			err = -errno;
 			goto fail;
 		}
-		c->skel->rodata->trace_calls = true;
-		/* ~70 bytes an event: room for 200k calls between two polls. */
-		bpf_map__set_max_entries(c->skel->maps.call_events, 16u << 20);
 	}
-	bpf_program__set_autoload(c->skel->progs.cuda_enter, !c->multi);
-	bpf_program__set_autoload(c->skel->progs.cuda_exit, !c->multi);
-	bpf_program__set_autoload(c->skel->progs.cuda_enter_multi, c->multi);
-	bpf_program__set_autoload(c->skel->progs.cuda_exit_multi, c->multi);
-	bpf_program__set_expected_attach_type(c->skel->progs.cuda_enter_multi, UMULTI_ATTACH_TYPE);
-	bpf_program__set_expected_attach_type(c->skel->progs.cuda_exit_multi, UMULTI_ATTACH_TYPE);
-	err = session__share_maps(s, c->skel->obj, targets_fd, comms_fd);
-	if (err) {
-		pr_err("cannot share the target map with the CUDA tracer: %s", strerror(-err));
-		goto fail;
+	err = load_flavour(c, targets_fd, comms_fd, multi);
+	if (err && multi) {
+		/* the kernel said no to uprobe_multi (before 6.6): a uprobe per function */
+		pr_debug("uprobe_multi links unavailable (%s): one uprobe per function", strerror(-err));
+		cuda_bpf__destroy(c->skel);
+		c->skel = NULL;
+		err = load_flavour(c, targets_fd, comms_fd, false);
 	}
-	err = cuda_bpf__load(c->skel);
 	if (err) {
 		pr_err("cannot load the CUDA tracing BPF programs: %s (run with -v for the verifier log)",
 		       strerror(-err));

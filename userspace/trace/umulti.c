@@ -1,58 +1,42 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
-#include <linux/bpf.h>
-#include <stdio.h>
-#include <string.h>
-#include <sys/syscall.h>
-#include <sys/utsname.h>
 #include <unistd.h>
+
+#include <bpf/bpf.h>
 
 #include "umulti.h"
 
-/* The link_create member of union bpf_attr with its uprobe_multi variant (uapi 6.6);
- * the installed uapi header (6.1) does not have it yet. */
-struct link_create_uprobe_multi {
-	uint32_t prog_fd;
-	uint32_t target_fd;
-	uint32_t attach_type;
-	uint32_t flags;
-	uint64_t path;
-	uint64_t offsets;
-	uint64_t ref_ctr_offsets;
-	uint64_t cookies;
-	uint32_t cnt;
-	uint32_t multi_flags; /* BPF_F_UPROBE_MULTI_RETURN */
-	uint32_t pid;
-	uint32_t pad;
-};
+#ifndef BPF_F_UPROBE_MULTI_RETURN
+#define BPF_F_UPROBE_MULTI_RETURN 1
+#endif
 
-#define UPROBE_MULTI_RETURN 1
+_Static_assert(sizeof(unsigned long) == sizeof(uint64_t), "uprobe_multi offsets are unsigned long");
 
-bool umulti__supported(void)
+int umulti__probe(int prog_fd)
 {
-	struct utsname u;
-	int major = 0, minor = 0;
+	const unsigned long off = 0;
+	const __u64 cookie = 0;
+	LIBBPF_OPTS(bpf_link_create_opts, opts, .uprobe_multi.path = "/nonexistent/gpubpf-uprobe-multi-probe",
+		    .uprobe_multi.offsets = &off, .uprobe_multi.cookies = &cookie, .uprobe_multi.cnt = 1);
+	int fd = bpf_link_create(prog_fd, 0, (enum bpf_attach_type)UMULTI_ATTACH_TYPE, &opts);
 
-	if (uname(&u) || sscanf(u.release, "%d.%d", &major, &minor) != 2)
-		return false;
-	return major > 6 || (major == 6 && minor >= 6);
+	/* A kernel with uprobe_multi links looks the path up, and finds nothing there;
+	 * one without them refuses the attach type before (EINVAL). */
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	return fd == -ENOENT ? 0 : fd;
 }
 
 int umulti__attach(int prog_fd, const char *path, const uint64_t *offsets, const uint64_t *cookies, uint32_t cnt,
 		   bool retprobe, int pid)
 {
-	struct link_create_uprobe_multi attr;
-	int fd;
+	LIBBPF_OPTS(bpf_link_create_opts, opts, .uprobe_multi.path = path,
+		    .uprobe_multi.offsets = (const unsigned long *)offsets,
+		    .uprobe_multi.cookies = (const __u64 *)cookies, .uprobe_multi.cnt = cnt,
+		    .uprobe_multi.flags = retprobe ? BPF_F_UPROBE_MULTI_RETURN : 0,
+		    .uprobe_multi.pid = pid < 0 ? 0 : (uint32_t)pid);
 
-	memset(&attr, 0, sizeof(attr));
-	attr.prog_fd = (uint32_t)prog_fd;
-	attr.attach_type = UMULTI_ATTACH_TYPE;
-	attr.path = (uint64_t)(uintptr_t)path;
-	attr.offsets = (uint64_t)(uintptr_t)offsets;
-	attr.cookies = (uint64_t)(uintptr_t)cookies;
-	attr.cnt = cnt;
-	attr.multi_flags = retprobe ? UPROBE_MULTI_RETURN : 0;
-	attr.pid = pid < 0 ? 0 : (uint32_t)pid;
-	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
-	return fd < 0 ? -errno : fd;
+	return bpf_link_create(prog_fd, 0, (enum bpf_attach_type)UMULTI_ATTACH_TYPE, &opts);
 }
