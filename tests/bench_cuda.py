@@ -47,8 +47,14 @@ def launch_rate(cmd):
 
 
 def est_text(ests):
+    """gpubpf estimates its cost as a share s of the busiest target thread's time; the
+    slowdown that share makes is s / (1 - s) (the same for small s: 1% is 1.01%, but 95%
+    is 19x), which is what is printed beside the measured slowdown."""
     ests = [e for e in ests if e is not None]
-    return f"estimated {statistics.median(ests):.2g}%" if ests else "estimated ?"
+    if not ests:
+        return "estimated ?"
+    s = min(statistics.median(ests), 99.99) / 100
+    return f"estimated {100 * s / (1 - s):.2g}% ({100 * s:.2g}% of the thread's time)"
 
 
 def launch_heavy(out):
