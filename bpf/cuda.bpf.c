@@ -262,6 +262,7 @@ static __always_inline void charge(__u32 tgid, __u32 tid, __u32 g, __u64 start, 
 			st->nvcsw = nv;
 			st->run_calls = 0;
 			st->backlog_ns = 0;
+			st->run_trap_ns = 0;
 			st->run_start_ns = start;
 		}
 		st->calls++;
@@ -270,6 +271,7 @@ static __always_inline void charge(__u32 tgid, __u32 tid, __u32 g, __u64 start, 
 		st->last_cost_ns = cost;
 	}
 	st->backlog_ns += cost;
+	st->run_trap_ns += trap_ns[ret ? 1 : 0];
 }
 
 /* A wait on the device of WAIT ns by TID: the probes' delay of its windowed groups is
@@ -287,6 +289,8 @@ static __always_inline void absorb(__u32 tid, __u64 wait)
 			st->run_calls = 0; /* the next call starts a new run */
 		else
 			st->backlog_ns -= wait;
+		if (st->run_trap_ns > st->backlog_ns)
+			st->run_trap_ns = st->backlog_ns;
 	}
 }
 

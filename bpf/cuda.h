@@ -111,6 +111,7 @@ struct cuda_tstate {
 	__u64 backlog_ns;   /* probe time since then: the delay not made up for yet */
 	__u64 last_cost_ns; /* the last hit's probe time */
 	__u64 cost_ns;	    /* probe time in the window, traps included */
+	__u64 run_trap_ns;  /* the part of backlog_ns that is calibrated traps, not timed */
 };
 
 /* window_id of a windowed group between its windows: probes may be attached (a window is

@@ -104,26 +104,33 @@ else
 fi
 
 # A launch loop with real launch costs (a 4 us spin after each 40 ns failing call), a
-# fixed count: the probes (~12 us a hit here) take most of the thread's time inside a
-# window, and the estimate must make up for the calls they pushed out of it. KNOWN BIAS
-# (issue 13, open): the correction uses the calibrated cost of a hit, which is ~10% under
-# what a hit costs this loop, so the estimate comes out 7-9% low (1.37M and 1.39M of 1.5M
-# in two runs), and further when the machine is loaded (1.27M, -15.5%, in one full
-# make test, its interval +-3.2%: not honest about this bias). Within 12%: a pass; 12-25%:
-# said as the KNOWN bias, not a pass; further: a failure, a regression. The note on
-# issue 13 says what is left.
+# fixed count: the probes (~4.5 us a hit here) take half the thread's time inside a
+# window, and the estimate must make up for the calls they pushed out of it. The program
+# part of that delay is timed in the job; the traps are calibrated on gpubpf's own call,
+# and in this loop a trap cost 1.5-2.2 times its calibrated value (and a CI machine's
+# estimate came out 33% high once, its calibration dearer than the job's traps): the
+# estimate has swung from -15% to +33% with the calibration. So the interval gpubpf
+# states says that range (issue 13: the correction alone -8% +37% to -12% +70% here);
+# the check is that it is honest: the truth inside the stated 95% interval, and the
+# interval not so wide that it says nothing (half-width at most 75%: under
+# a competing load the periods' rates vary and it reached 63%).
 N=1500000
-TOL=12
-TOL_KNOWN=25
 "$GPUBPF" record --overhead-budget $BUDGET -o "$TMP/ll.pb.gz" -- "$WL/cuda/launch_loop" $N --spin-us 4 \
 	>"$TMP/ll.out" 2>"$TMP/ll.err"
 got=$(pprof -sample_index=cuda_launches -top -cum -nodefraction=0 "$TMP/ll.pb.gz" | awk '$6 == "main" {print $4}')
-echo "== launch_loop $N --spin-us 4: estimated ${got:-none} (known bias: 7-9% low)"
+echo "== launch_loop $N --spin-us 4: estimated ${got:-none}"
 intervals "$TMP/ll.pb.gz"
-if [ -n "$got" ] && python3 -c "import sys; sys.exit(0 if abs($got - $N) <= $TOL / 100 * $N else 1)"; then
+pprof -raw "$TMP/ll.pb.gz" | sed -n 's/^Comment: cuda cost: /    cost: /p'
+ci=$(pprof -raw "$TMP/ll.pb.gz" | sed -n 's/^Comment: cuda estimate: launches: [0-9,]* calls, 95% CI \([0-9,]*\)-\([0-9,]*\) .*/\1 \2/p' | tr -d ,)
+if [ -z "$got" ] || [ -z "$ci" ]; then
+	fail "estimates-launch-loop-spin" "no estimate or no interval for the launches (got '${got}', CI '${ci}')"
+elif python3 -c "
+import sys
+n, got = $N, float('$got')
+lo, hi = map(float, '$ci'.split())
+print('    truth %d, estimate %+.1f%%, stated 95%% interval %d-%d (half-width %.0f%%)' % (n, 100 * (got / n - 1), lo, hi, 50 * (hi - lo) / got))
+sys.exit(0 if lo <= n <= hi and (hi - lo) / 2 <= 0.75 * got else 1)"; then
 	pass "estimates-launch-loop-spin"
-elif [ -n "$got" ] && python3 -c "import sys; sys.exit(0 if $N * (1 - $TOL_KNOWN / 100) <= $got < $N else 1)"; then
-	skip "estimates-launch-loop-spin" "KNOWN closed-loop under-estimate (issue 13): ${got} of $N"
 else
-	fail "estimates-launch-loop-spin" "estimated ${got:-none} of $N launches (more than $TOL% off)"
+	fail "estimates-launch-loop-spin" "estimated ${got} of $N launches, stated interval ${ci/ /-}: not honest, or too wide to say anything"
 fi

@@ -238,7 +238,8 @@ static int add_cuda_sample(struct cuda_tracer *c, const struct cuda_key *k, cons
 static int settle_call(struct cuda_tracer *c, const struct cuda_key *k, const struct cuda_val *v, uint64_t *ips, int n,
 		       int trunc, bool final)
 {
-	double w = 1, f = 1, values[3] = {(double)v->calls, 0, 0};
+	double w = 1, values[3] = {(double)v->calls, 0, 0};
+	struct est_delay f = {1, 1, 1};
 	int r = 1;
 
 	if (k->window && c->win) {
@@ -264,11 +265,11 @@ static int settle_call(struct cuda_tracer *c, const struct cuda_key *k, const st
 			return 1;
 		}
 		values[1] = cuda_apis[k->api].group == CG_SYNC ? (double)v->wait_ns : (double)v->bytes;
-		windows__add(c->win, k->window, (double)v->calls, values, w, f);
+		windows__add(c->win, k->window, (double)v->calls, values, w, &f);
 	}
 	c->s->truncated_stacks += (uint64_t)trunc;
 	c->calls += v->calls;
-	return add_cuda_sample(c, k, v, ips, n, 0, w * f);
+	return add_cuda_sample(c, k, v, ips, n, 0, w * f.mid);
 }
 
 /* The calls kept at earlier drains whose windows' books are closed now. */

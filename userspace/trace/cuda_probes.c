@@ -387,7 +387,7 @@ int cuda__calibrate(struct cuda_tracer *c, struct cuda_calib *out)
 	struct elfsym_want w[3] = {{.name = "gpubpf_calibration_target"},
 				   {.name = "gpubpf_calibration_neighbour"},
 				   {.name = "gpubpf_calibration_spots"}};
-	const int n = 300; /* x3 probed runs at ~11 us a call: ~10 ms of gpubpf's time */
+	const int n = 300; /* x5 probed runs at ~4-11 us a call: ~6-17 ms of gpubpf's time */
 	struct calib_link k[2];
 	double base, entry, both, first = 1e9;
 	uint64_t h0, ns0;
@@ -403,15 +403,15 @@ int cuda__calibrate(struct cuda_tracer *c, struct cuda_calib *out)
 	}
 	close(fd);
 	/* The unprobed cost first: after the probes, their closing (on a thread) could
-	 * still be under way and make the base look dearer, the cost cheaper. Best of three
+	 * still be under way and make the base look dearer, the cost cheaper. Best of five
 	 * each time: the least disturbed run is the closest to the real cost. */
-	base = best_of(3, n);
+	base = best_of(5, n);
 	err = calib_attach(c, &k[0], w[0].offset, false);
 	if (err)
 		return err;
 	h0 = c->skel->bss->calib_hits;
 	ns0 = c->skel->bss->calib_ns;
-	entry = best_of(3, n);
+	entry = best_of(5, n);
 	if (c->skel->bss->calib_hits - h0 < (uint64_t)n) {
 		calib_detach(&k[0]);
 		return -EIO;
@@ -422,7 +422,7 @@ int cuda__calibrate(struct cuda_tracer *c, struct cuda_calib *out)
 		calib_detach(&k[0]);
 		return err;
 	}
-	both = best_of(3, n);
+	both = best_of(5, n);
 	calib_detach(&k[1]);
 	calib_detach(&k[0]);
 	out->traced_call = (both - base) / n;

@@ -68,6 +68,26 @@ double est_run_factor(uint32_t calls, uint32_t run_calls, double run_start, doub
 	return (calls + pushed) / calls;
 }
 
+struct est_delay est_run_delay(uint32_t calls, uint32_t run_calls, double run_start, double last, double backlog,
+			       double traps, double last_cost, bool slept)
+{
+	struct est_delay d;
+
+	if (!(traps > 0))
+		traps = 0;
+	if (traps > backlog)
+		traps = backlog;
+	d.mid = est_run_factor(calls, run_calls, run_start, last, backlog, last_cost, slept);
+	d.lo = est_run_factor(calls, run_calls, run_start, last, backlog + (EST_TRAP_LO - 1) * traps, last_cost, slept);
+	d.hi = est_run_factor(calls, run_calls, run_start, last, backlog + (EST_TRAP_HI - 1) * traps, last_cost, slept);
+	/* the run's rate is worked out from the same backlog: the factor grows with it */
+	if (d.lo > d.mid)
+		d.lo = d.mid;
+	if (d.hi < d.mid)
+		d.hi = d.mid;
+	return d;
+}
+
 struct est_period *est_group_period(struct est_group *g, size_t i)
 {
 	if (i >= g->cap) {
@@ -98,12 +118,15 @@ void est_period_plan(struct est_period *p, double len, double w)
 		p->sampled = true;
 }
 
-void est_period_add(struct est_period *p, double w, double factor, double n, const double values[3])
+void est_period_add(struct est_period *p, double w, const struct est_delay *d, double n, const double values[3])
 {
+	double factor = d && d->mid >= 1 ? d->mid : 1, lo = d && d->lo >= 1 ? d->lo : 1,
+	       hi = d && d->hi >= factor ? d->hi : factor;
+
+	if (lo > factor)
+		lo = factor;
 	if (!(w >= 1))
 		w = 1;
-	if (!(factor >= 1))
-		factor = 1;
 	if (w > 1 || factor > 1)
 		p->sampled = true;
 	p->seen += n;
@@ -112,6 +135,8 @@ void est_period_add(struct est_period *p, double w, double factor, double n, con
 
 		p->raw[v] += values[v];
 		p->est[v] += w * x;
+		p->sys[0][v] += w * values[v] * lo;
+		p->sys[1][v] += w * values[v] * hi;
 		/* Each call's value is in the sum with probability 1/w: its own share of the
 		 * variance is (w^2 - w) value^2; the calls of a window share theirs equally. */
 		if (n > 0)
@@ -152,6 +177,8 @@ void est_group_total(const struct est_group *g, int v, struct est_total *out)
 		out->periods++;
 		out->seen += p->seen;
 		out->est += p->est[v];
+		out->sys_lo += p->sys[0][v];
+		out->sys_hi += p->sys[1][v];
 		raw += p->raw[v];
 		if (!p->sampled)
 			continue;
@@ -179,8 +206,13 @@ void est_group_total(const struct est_group *g, int v, struct est_total *out)
 	{
 		double var = var_sd > var_p ? var_sd : var_p, half = est_t975(ns >= 2 ? ns - 1 : 1000) * sqrt(var);
 
-		out->lo = out->est - half;
-		out->hi = out->est + half;
+		/* The sampling error around either end of the delay correction's range. */
+		if (out->sys_lo > out->est)
+			out->sys_lo = out->est;
+		if (out->sys_hi < out->est)
+			out->sys_hi = out->est;
+		out->lo = out->sys_lo - half;
+		out->hi = out->sys_hi + half;
 	}
 	/* Whatever was seen happened: the interval never goes below it. */
 	if (out->lo < raw)

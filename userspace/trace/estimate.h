@@ -23,6 +23,10 @@
  * over the length attached), and the probes' own delay (est_run_factor): a thread that
  * calls again as soon as it can makes fewer calls while its probes cost it time, and the
  * window would under-count it; the calls its probes pushed past the window are added back.
+ * That delay is the probes' program time, timed in the job, and their traps, calibrated on
+ * gpubpf's own call: in a job a trap costs more than there (1.5-2.2 times in this VM's
+ * launch loops, docs/DESIGN.md), so the correction has a range, the trap part taken at
+ * EST_TRAP_LO to EST_TRAP_HI times, and the interval covers it.
  *
  * Error: per group, the periods' estimates give a variance by successive differences
  * (periods are strata with one slot drawn in each, so no unbiased variance estimator
@@ -66,6 +70,20 @@ struct est_segment est_segment_split(double t, double end, double w);
 double est_run_factor(uint32_t calls, uint32_t run_calls, double run_start, double last, double backlog,
 		      double last_cost, bool slept);
 
+/* The trap part of a delay is taken at these times its calibrated value for the range. */
+#define EST_TRAP_LO 0.5
+#define EST_TRAP_HI 2.5
+
+/* A delay correction with its range: MID with the traps as calibrated, LO and HI with
+ * them at EST_TRAP_LO and EST_TRAP_HI times (LO <= MID <= HI; all 1 without a delay). */
+struct est_delay {
+	double mid, lo, hi;
+};
+
+/* est_run_factor's arguments, TRAPS the part of BACKLOG that is calibrated traps. */
+struct est_delay est_run_delay(uint32_t calls, uint32_t run_calls, double run_start, double last, double backlog,
+			       double traps, double last_cost, bool slept);
+
 /* One period of one group: what was seen and what it estimates. */
 struct est_period {
 	double len;	   /* seconds */
@@ -75,6 +93,7 @@ struct est_period {
 	double raw[3];	   /* values seen: calls, bytes (copies) or wait ns (syncs), spare */
 	double est[3];	   /* their estimates */
 	double poisson[3]; /* sum over windows of w * (w - 1) * value^2 / calls: a floor */
+	double sys[2][3];  /* the estimates with the delay corrections' LO and HI ends */
 };
 
 /* The periods of one group over a recording. */
@@ -91,14 +110,15 @@ struct est_period *est_group_period(struct est_group *g, size_t i);
 void est_period_plan(struct est_period *p, double len, double w);
 
 /* Add what a window of weight W saw in period P: N calls and VALUES[3] (sums), whose
- * probes' delay FACTOR (est_run_factor) corrects. */
-void est_period_add(struct est_period *p, double w, double factor, double n, const double values[3]);
+ * probes' delay D (est_run_delay; NULL: none) corrects. */
+void est_period_add(struct est_period *p, double w, const struct est_delay *d, double n, const double values[3]);
 
 struct est_total {
-	double seen;   /* calls seen */
-	double est;    /* estimate */
-	double lo, hi; /* 95% confidence interval */
-	int sampled;   /* periods observed with probability < 1 */
+	double seen;	       /* calls seen */
+	double est;	       /* estimate */
+	double lo, hi;	       /* 95% confidence interval, the delay correction's range included */
+	double sys_lo, sys_hi; /* the estimate at the delay correction's ends (sys_lo <= est <= sys_hi) */
+	int sampled;	       /* periods observed with probability < 1 */
 	int periods;
 };
 

@@ -147,6 +147,7 @@ static void read_threads(struct windows *w, int g, struct wrec *r, double *busie
 	for (int i = 0; i < n; i++) {
 		char path[64], *text, *p;
 		uint64_t nv = st[i].nvcsw, spent = 0;
+		struct est_delay d;
 		bool slept;
 
 		/* Did the thread sleep after its last call in the window (its delay made up)?
@@ -156,15 +157,19 @@ static void read_threads(struct windows *w, int g, struct wrec *r, double *busie
 		p = text ? strstr(text, "\nvoluntary_ctxt_switches:") : NULL;
 		slept = !p || strtoull(p + 25, NULL, 10) != nv;
 		free(text);
+		d = est_run_delay(st[i].calls, st[i].run_calls, (double)st[i].run_start_ns / 1e9,
+				  (double)st[i].last_ns / 1e9, (double)st[i].backlog_ns / 1e9,
+				  (double)st[i].run_trap_ns / 1e9, (double)st[i].last_cost_ns / 1e9, slept);
 		r->thr[r->nthr].tid = tids[i];
-		r->thr[r->nthr].factor = (float)est_run_factor(
-		    st[i].calls, st[i].run_calls, (double)st[i].run_start_ns / 1e9, (double)st[i].last_ns / 1e9,
-		    (double)st[i].backlog_ns / 1e9, (double)st[i].last_cost_ns / 1e9, slept);
-		if (r->thr[r->nthr].factor > 1.01)
-			pr_debug("window %u of %s: thread %u made %u calls (%u since it last slept), its probes' delay "
-				 "%.0f us: x%.3f",
+		r->thr[r->nthr].f = (float)d.mid;
+		r->thr[r->nthr].lo = (float)d.lo;
+		r->thr[r->nthr].hi = (float)d.hi;
+		if (d.mid > 1.01)
+			pr_debug("window %u of %s: thread %u made %u calls (%u since it last slept) in %.0f us, its "
+				 "probes' delay %.0f us (traps %.0f us of it): x%.3f (x%.3f-x%.3f)",
 				 r->id, cuda_group_names[g], tids[i], st[i].calls, st[i].run_calls,
-				 (double)st[i].backlog_ns / 1e3, r->thr[r->nthr].factor);
+				 (double)(st[i].last_ns - st[i].run_start_ns) / 1e3, (double)st[i].backlog_ns / 1e3,
+				 (double)st[i].run_trap_ns / 1e3, d.mid, d.lo, d.hi);
 		r->nthr++;
 		*all += (double)st[i].cost_ns / 1e9;
 		*hits += st[i].hits;
@@ -479,12 +484,13 @@ void windows__stop(struct windows *w)
 
 /* ---- the drains' side ------------------------------------------------------------------ */
 
-int windows__weight(struct windows *w, uint32_t id, uint32_t tid, double *weight, double *factor)
+int windows__weight(struct windows *w, uint32_t id, uint32_t tid, double *weight, struct est_delay *d)
 {
 	struct wrec *r;
 	int ret = 1;
 
-	*weight = *factor = 1;
+	*weight = 1;
+	d->mid = d->lo = d->hi = 1;
 	pthread_mutex_lock(&w->lock);
 	r = rec_of(w, id);
 	if (!r)
@@ -494,14 +500,18 @@ int windows__weight(struct windows *w, uint32_t id, uint32_t tid, double *weight
 	else {
 		*weight = r->w_eff;
 		for (int i = 0; i < r->nthr; i++)
-			if (r->thr[i].tid == tid)
-				*factor = r->thr[i].factor;
+			if (r->thr[i].tid == tid) {
+				d->mid = r->thr[i].f;
+				d->lo = r->thr[i].lo;
+				d->hi = r->thr[i].hi;
+			}
 	}
 	pthread_mutex_unlock(&w->lock);
 	return ret;
 }
 
-void windows__add(struct windows *w, uint32_t id, double n, const double values[3], double weight, double factor)
+void windows__add(struct windows *w, uint32_t id, double n, const double values[3], double weight,
+		  const struct est_delay *d)
 {
 	struct wrec *r;
 
@@ -511,7 +521,7 @@ void windows__add(struct windows *w, uint32_t id, double n, const double values[
 		struct est_period *p = est_group_period(&w->est[r->group], r->period);
 
 		if (p)
-			est_period_add(p, weight, factor, n, values);
+			est_period_add(p, weight, d, n, values);
 	}
 	pthread_mutex_unlock(&w->lock);
 }

@@ -34,13 +34,15 @@ void windows__stop(struct windows *w);
 void windows__free(struct windows *w);
 
 /* The weight of a call of thread TID in window ID (1 / the probability it was seen) and
- * the correction for its probes' delay. 1: known; 0: the window's books are not closed
+ * the correction for its probes' delay, with its range (*D). 1: known; 0: the window's books are not closed
  * yet (ask again at the next drain); -ENOENT: no such window (weight 1). */
-int windows__weight(struct windows *w, uint32_t id, uint32_t tid, double *weight, double *factor);
+int windows__weight(struct windows *w, uint32_t id, uint32_t tid, double *weight, struct est_delay *d);
 
 /* Count a drained entry of window ID: N calls, VALUES (calls, bytes or wait ns, 0) before
- * weighting, at WEIGHT and FACTOR, into its period's estimates (the confidence interval). */
-void windows__add(struct windows *w, uint32_t id, double n, const double values[3], double weight, double factor);
+ * weighting, at WEIGHT and delay correction D, into its period's estimates (the confidence
+ * interval). */
+void windows__add(struct windows *w, uint32_t id, double n, const double values[3], double weight,
+		  const struct est_delay *d);
 
 /* Where the recording stands, for the status line, the comments and the summary. */
 struct windows_summary {

@@ -24,7 +24,7 @@
 
 struct wthread {
 	uint32_t tid;
-	float factor;
+	float f, lo, hi; /* its delay correction (struct est_delay) */
 };
 
 /* The books of one window. */

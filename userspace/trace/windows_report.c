@@ -65,7 +65,7 @@ static const char *grouped(char *buf, size_t len, double v)
 
 static void estimate_comment(struct profile *prof, const char *group, const char *what, const struct est_total *t)
 {
-	char e[32], lo[32], hi[32], seen[32];
+	char e[32], lo[32], hi[32], seen[32], sys[160] = "";
 	double half = (t->hi - t->lo) / 2;
 
 	if (!t->sampled) {
@@ -84,12 +84,19 @@ static void estimate_comment(struct profile *prof, const char *group, const char
 				     t->sampled, t->periods);
 		return;
 	}
+	if (t->est > 0 && t->sys_hi - t->sys_lo > 0.005 * t->est)
+		/* Said apart: sampling cannot narrow it, only a cheaper probe (or --exact). */
+		snprintf(sys, sizeof(sys),
+			 "; the correction for the probes' delay alone -%.2g%% +%.2g%% (its traps calibrated on "
+			 "gpubpf's own call, taken at %.1f-%.1f times)",
+			 100 * (t->est - t->sys_lo) / t->est, 100 * (t->sys_hi - t->est) / t->est, EST_TRAP_LO,
+			 EST_TRAP_HI);
 	profile__add_comment(prof,
 			     "cuda estimate: %s: %s %s, 95%% CI %s-%s (+-%.2g%%), from %s calls seen in windows of "
-			     "%d of %d periods",
+			     "%d of %d periods%s",
 			     group, grouped(e, sizeof(e), t->est), what, grouped(lo, sizeof(lo), t->lo),
 			     grouped(hi, sizeof(hi), t->hi), t->est > 0 ? 100 * half / t->est : 0,
-			     grouped(seen, sizeof(seen), t->seen), t->sampled, t->periods);
+			     grouped(seen, sizeof(seen), t->seen), t->sampled, t->periods, sys);
 }
 
 /* The parts of what gpubpf cost the busiest thread, as fractions of ELAPSED. */
