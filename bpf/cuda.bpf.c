@@ -219,6 +219,18 @@ static __always_inline void emit_event(__u32 type, __u32 tgid, __u64 handle, __u
 		__sync_fetch_and_add(&lost_events, 1);
 }
 
+/* The current thread's CPU time in user mode and in the kernel (0 and 0: unknown). */
+static __always_inline void task_times(__u64 *ut, __u64 *st)
+{
+	void *task = (void *)bpf_get_current_task();
+
+	*ut = *st = 0;
+	if (task_off.utime && task_off.stime) {
+		bpf_probe_read_kernel(ut, sizeof(*ut), task + task_off.utime);
+		bpf_probe_read_kernel(st, sizeof(*st), task + task_off.stime);
+	}
+}
+
 static __always_inline __u64 task_nvcsw(void)
 {
 	void *task = (void *)bpf_get_current_task();
@@ -238,7 +250,7 @@ static __always_inline void charge(__u32 tgid, __u32 tid, __u32 g, __u64 start, 
 	struct cuda_tkey k = {.tid = tid, .group = g};
 	struct cuda_tstate *st, init = {};
 	__u32 win = window_id[g];
-	__u64 now = bpf_ktime_get_ns(), cost = now - start + trap_ns[ret ? 1 : 0], nv;
+	__u64 now = bpf_ktime_get_ns(), cost = now - start + trap_ns[ret ? 1 : 0], nv, ut, stm;
 
 	__sync_fetch_and_add(&group_cost_ns[g], cost);
 	if (!win || win == CUDA_WINDOW_CLOSED)
@@ -264,7 +276,11 @@ static __always_inline void charge(__u32 tgid, __u32 tid, __u32 g, __u64 start, 
 			st->backlog_ns = 0;
 			st->run_trap_ns = 0;
 			st->run_start_ns = start;
+			task_times(&st->utime0_ns, &st->stime0_ns);
 		}
+		task_times(&ut, &stm);
+		st->run_utime_ns = ut - st->utime0_ns;
+		st->run_stime_ns = stm - st->stime0_ns;
 		st->calls++;
 		st->run_calls++;
 		st->last_ns = start;

@@ -112,6 +112,10 @@ struct cuda_tstate {
 	__u64 last_cost_ns; /* the last hit's probe time */
 	__u64 cost_ns;	    /* probe time in the window, traps included */
 	__u64 run_trap_ns;  /* the part of backlog_ns that is calibrated traps, not timed */
+	__u64 utime0_ns;    /* the thread's user and kernel CPU time at the run's first counted */
+	__u64 stime0_ns;    /* call (task_struct's utime, stime: ticks of 1/HZ s, or exact) */
+	__u64 run_utime_ns; /* ... and what each grew by up to its last counted call */
+	__u64 run_stime_ns;
 };
 
 /* window_id of a windowed group between its windows: probes may be attached (a window is

@@ -255,7 +255,7 @@ TEST(run_delay_range)
 	double work = 4.3e-6, prog = 3.5e-6, trap = 0.9e-6, real = 1.9e-6, per = work + prog + real;
 	uint32_t n = (uint32_t)(0.1 / per);
 	double truth = 0.1 / work / n, span = (n - 1) * per;
-	struct est_delay d = est_run_delay(n, n, 0, span, n * (prog + trap), n * trap, prog + trap, false);
+	struct est_delay d = est_run_delay(n, n, 0, span, n * (prog + trap), n * trap, NULL, prog + trap, false);
 	struct est_group g = {0};
 	struct est_period *p;
 	struct est_total t;
@@ -265,12 +265,12 @@ TEST(run_delay_range)
 	CHECK(d.lo < d.mid && d.mid < d.hi);
 	CHECK(d.mid < truth && truth < d.hi); /* as calibrated: low; the range holds the truth */
 	/* no traps, no range; a slept thread, no delay at all */
-	d = est_run_delay(n, n, 0, span, n * prog, 0, prog, false);
+	d = est_run_delay(n, n, 0, span, n * prog, 0, NULL, prog, false);
 	CHECK(d.lo == d.mid && d.hi == d.mid && d.mid > 1);
-	d = est_run_delay(n, n, 0, span, n * (prog + trap), n * trap, prog + trap, true);
+	d = est_run_delay(n, n, 0, span, n * (prog + trap), n * trap, NULL, prog + trap, true);
 	CHECK(d.lo == 1 && d.mid == 1 && d.hi == 1);
 	/* the interval of a group holds the range, sampling error around it */
-	d = est_run_delay(n, n, 0, span, n * (prog + trap), n * trap, prog + trap, false);
+	d = est_run_delay(n, n, 0, span, n * (prog + trap), n * trap, NULL, prog + trap, false);
 	for (int i = 0; i < 4; i++) {
 		p = est_group_period(&g, (size_t)i);
 		est_period_plan(p, 1, 10);
@@ -281,6 +281,40 @@ TEST(run_delay_range)
 	CHECK(NEAR(t.sys_lo, 40.0 * n * d.lo, 1e-6 * n) && NEAR(t.sys_hi, 40.0 * n * d.hi, 1e-6 * n));
 	CHECK(t.lo <= t.sys_lo && t.hi >= t.sys_hi && t.lo <= 40.0 * n * truth && 40.0 * n * truth <= t.hi);
 	est_group_free(&g);
+}
+
+/* The traps timed in the job by the kernel's ticks: the loop above, 36 windows of 100 ms
+ * at HZ 250, each tick in the kernel with the probes' share of the time. */
+TEST(traps_timed_by_ticks)
+{
+	const double work = 4.3e-6, prog = 3.5e-6, trap = 0.9e-6, real = 1.9e-6, per = work + prog + real;
+	const uint64_t tick = 4000000;
+	struct est_traps t = {0};
+	struct est_delay s;
+	double ticks, calls = 0.1 / per;
+
+	srand48(13);
+	/* too few ticks yet: the calibrated range */
+	est_traps_add(&t, 2 * tick, 3 * tick, 1e9 * calls * prog, 1e9 * calls * trap);
+	s = est_traps_scale(&t, &ticks);
+	CHECK(ticks == 5 && s.mid == 1 && s.lo == EST_TRAP_LO && s.hi == EST_TRAP_HI);
+	memset(&t, 0, sizeof(t));
+	for (int w = 0; w < 36; w++) {
+		uint64_t k = 0, u = 0;
+
+		for (int i = 0; i < 25; i++)
+			*(drand48() < (prog + real) / per ? &k : &u) += tick;
+		est_traps_add(&t, k, u, 1e9 * calls * prog, 1e9 * calls * trap); /* ns */
+	}
+	s = est_traps_scale(&t, &ticks);
+	printf("# traps: x%.2f (x%.2f-x%.2f) from %.0f ticks, the truth x%.2f\n", s.mid, s.lo, s.hi, ticks,
+	       real / trap);
+	CHECK(t.tick == tick && NEAR(ticks, 900, 1e-9));
+	CHECK(s.lo <= real / trap && real / trap <= s.hi);
+	CHECK(s.hi - s.lo < EST_TRAP_HI - EST_TRAP_LO); /* narrower than the calibrated range */
+	/* nothing timed (no traps) adds nothing */
+	est_traps_add(&t, tick, tick, 0, 0);
+	CHECK(NEAR(t.k + t.u, 900.0 * tick, 1));
 }
 
 TEST(totals_and_intervals)
@@ -331,6 +365,7 @@ int main(int argc, char **argv)
 	RUN(unbiased_under_guard);
 	RUN(run_factor);
 	RUN(run_delay_range);
+	RUN(traps_timed_by_ticks);
 	RUN(totals_and_intervals);
 	return T_END();
 }

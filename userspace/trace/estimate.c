@@ -69,22 +69,80 @@ double est_run_factor(uint32_t calls, uint32_t run_calls, double run_start, doub
 }
 
 struct est_delay est_run_delay(uint32_t calls, uint32_t run_calls, double run_start, double last, double backlog,
-			       double traps, double last_cost, bool slept)
+			       double traps, const struct est_delay *scale, double last_cost, bool slept)
 {
-	struct est_delay d;
+	struct est_delay d, s = scale ? *scale : (struct est_delay){1, EST_TRAP_LO, EST_TRAP_HI};
 
 	if (!(traps > 0))
 		traps = 0;
 	if (traps > backlog)
 		traps = backlog;
-	d.mid = est_run_factor(calls, run_calls, run_start, last, backlog, last_cost, slept);
-	d.lo = est_run_factor(calls, run_calls, run_start, last, backlog + (EST_TRAP_LO - 1) * traps, last_cost, slept);
-	d.hi = est_run_factor(calls, run_calls, run_start, last, backlog + (EST_TRAP_HI - 1) * traps, last_cost, slept);
+	d.mid = est_run_factor(calls, run_calls, run_start, last, backlog + (s.mid - 1) * traps, last_cost, slept);
+	d.lo = est_run_factor(calls, run_calls, run_start, last, backlog + (s.lo - 1) * traps, last_cost, slept);
+	d.hi = est_run_factor(calls, run_calls, run_start, last, backlog + (s.hi - 1) * traps, last_cost, slept);
 	/* the run's rate is worked out from the same backlog: the factor grows with it */
 	if (d.lo > d.mid)
 		d.lo = d.mid;
 	if (d.hi < d.mid)
 		d.hi = d.mid;
+	return d;
+}
+
+static uint64_t gcd64(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t r = a % b;
+
+		a = b;
+		b = r;
+	}
+	return a;
+}
+
+void est_traps_add(struct est_traps *t, uint64_t k, uint64_t u, double prog, double traps)
+{
+	if (!(traps > 0) || !(prog >= 0) || k + u == 0)
+		return;
+	t->k += (double)k;
+	t->u += (double)u;
+	t->prog += prog;
+	t->traps += traps;
+	t->tick = gcd64(gcd64(t->tick, k), u);
+}
+
+static double clamp(double x, double lo, double hi)
+{
+	return x < lo ? lo : x > hi ? hi : x;
+}
+
+struct est_delay est_traps_scale(const struct est_traps *t, double *ticks)
+{
+	/* exact accounting has no tick: count it as 1 ms; ticks are at most 10 ms (HZ 100) */
+	double tick = clamp(t->tick ? (double)t->tick : 1e6, 1e6, 1e7), n = (t->k + t->u) / tick, p, sd, s;
+	struct est_delay d = {1, EST_TRAP_LO, EST_TRAP_HI};
+
+	if (ticks)
+		*ticks = n;
+	if (n < EST_TRAPS_MIN_TICKS || !(t->traps > 0))
+		return d;
+	p = t->k / (t->k + t->u);
+	/* the kernel's ticks as n draws, each in the kernel with probability p; at least one */
+	sd = tick * sqrt(n * p * (1 - p));
+	if (sd < tick)
+		sd = tick;
+	sd /= t->traps;
+	s = (t->k - t->prog) / t->traps;
+	/* Few ticks say little: weighed against the calibration (1, give or take
+	 * EST_TRAPS_PRIOR_SD) by their precision, so the first windows stay near it. */
+	{
+		double wp = 1 / (EST_TRAPS_PRIOR_SD * EST_TRAPS_PRIOR_SD), ws = 1 / (sd * sd);
+
+		s = (wp + ws * s) / (wp + ws);
+		sd = 1 / sqrt(wp + ws);
+	}
+	d.mid = clamp(s, 0.25, 4);
+	d.lo = clamp(s - 2.5 * sd - 0.2, 0.25, d.mid);
+	d.hi = clamp(s + 2.5 * sd + 0.2, d.mid, 4);
 	return d;
 }
 

@@ -25,8 +25,11 @@
  * window would under-count it; the calls its probes pushed past the window are added back.
  * That delay is the probes' program time, timed in the job, and their traps, calibrated on
  * gpubpf's own call: in a job a trap costs more than there (1.5-2.2 times in this VM's
- * launch loops, docs/DESIGN.md), so the correction has a range, the trap part taken at
- * EST_TRAP_LO to EST_TRAP_HI times, and the interval covers it.
+ * launch loops, docs/DESIGN.md), so the correction has a range. The traps are timed in
+ * the job as well, roughly: in such a run the thread's kernel time is its probes', and
+ * the kernel counts it by ticks (est_traps); pooled over the windows, it gives the traps'
+ * cost as a multiple of the calibrated one with its error. Until enough ticks are in, the
+ * trap part is taken at EST_TRAP_LO to EST_TRAP_HI times. The interval covers the range.
  *
  * Error: per group, the periods' estimates give a variance by successive differences
  * (periods are strata with one slot drawn in each, so no unbiased variance estimator
@@ -80,9 +83,33 @@ struct est_delay {
 	double mid, lo, hi;
 };
 
-/* est_run_factor's arguments, TRAPS the part of BACKLOG that is calibrated traps. */
+/* est_run_factor's arguments, TRAPS the part of BACKLOG that is calibrated traps, taken at
+ * SCALE's times (mid, lo, hi; NULL: 1, EST_TRAP_LO, EST_TRAP_HI). */
 struct est_delay est_run_delay(uint32_t calls, uint32_t run_calls, double run_start, double last, double backlog,
-			       double traps, double last_cost, bool slept);
+			       double traps, const struct est_delay *scale, double last_cost, bool slept);
+
+/* The traps' cost timed in the job, pooled over runs of threads that never slept: K ns
+ * of their CPU time in the kernel and U in user mode, PROG ns of timed programs and
+ * TRAPS ns of calibrated traps in that time. The kernel counts CPU time by whole ticks
+ * where it does not account it exactly: TICK, the greatest common divisor of what it
+ * counted (ns), gives the sampling error. */
+struct est_traps {
+	double k, u, prog, traps;
+	uint64_t tick;
+};
+
+void est_traps_add(struct est_traps *t, uint64_t k, uint64_t u, double prog, double traps);
+
+/* Ticks needed before the timed traps replace the calibrated range, and how far from 1
+ * the calibration is taken to be (the ticks are weighed against it). */
+#define EST_TRAPS_MIN_TICKS 200
+#define EST_TRAPS_PRIOR_SD 0.6
+
+/* The traps' cost as a multiple of the calibrated one: mid, and the range its error (2.5
+ * sigma of the ticks weighed with the calibration's, and 0.2 for ticks that land late
+ * after the kernel's interrupts-off parts) allows, within 0.25-4; the calibrated range (1, EST_TRAP_LO-EST_TRAP_HI)
+ * while fewer than EST_TRAPS_MIN_TICKS are in. *TICKS (may be NULL): how many are. */
+struct est_delay est_traps_scale(const struct est_traps *t, double *ticks);
 
 /* One period of one group: what was seen and what it estimates. */
 struct est_period {

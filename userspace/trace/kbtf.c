@@ -81,6 +81,13 @@ int kbtf__task_offsets_from(const struct btf *btf, struct task_offsets *out)
 	/* the overhead budget's estimates: whether a thread slept between two probe hits */
 	nv = kbtf__member_offset(btf, task, "nvcsw", NULL);
 	out->nvcsw = nv >= 0 ? (__u32)nv : 0;
+	/* ... and how much of a closed-loop thread's time its probes' traps really took */
+	nv = kbtf__member_offset(btf, task, "utime", NULL);
+	out->utime = nv >= 0 ? (__u32)nv : 0;
+	nv = kbtf__member_offset(btf, task, "stime", NULL);
+	out->stime = nv >= 0 ? (__u32)nv : 0;
+	if (!out->utime || !out->stime)
+		out->utime = out->stime = 0;
 	return 0;
 }
 

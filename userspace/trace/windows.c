@@ -147,7 +147,7 @@ static void read_threads(struct windows *w, int g, struct wrec *r, double *busie
 	for (int i = 0; i < n; i++) {
 		char path[64], *text, *p;
 		uint64_t nv = st[i].nvcsw, spent = 0;
-		struct est_delay d;
+		struct est_delay d, scale;
 		bool slept;
 
 		/* Did the thread sleep after its last call in the window (its delay made up)?
@@ -157,19 +157,31 @@ static void read_threads(struct windows *w, int g, struct wrec *r, double *busie
 		p = text ? strstr(text, "\nvoluntary_ctxt_switches:") : NULL;
 		slept = !p || strtoull(p + 25, NULL, 10) != nv;
 		free(text);
+		/* A run that never slept spent its kernel time in its probes: the programs'
+		 * part timed, the traps' calibrated, both up to its last call's entry. */
+		if (!slept && st[i].run_calls >= 2 && st[i].backlog_ns > st[i].last_cost_ns && st[i].run_trap_ns) {
+			double span = (double)(st[i].backlog_ns - st[i].last_cost_ns),
+			       tshare = (double)st[i].run_trap_ns / (double)st[i].backlog_ns;
+
+			est_traps_add(&w->traps, st[i].run_stime_ns, st[i].run_utime_ns, span * (1 - tshare),
+				      span * tshare);
+		}
+		scale = est_traps_scale(&w->traps, NULL);
 		d = est_run_delay(st[i].calls, st[i].run_calls, (double)st[i].run_start_ns / 1e9,
 				  (double)st[i].last_ns / 1e9, (double)st[i].backlog_ns / 1e9,
-				  (double)st[i].run_trap_ns / 1e9, (double)st[i].last_cost_ns / 1e9, slept);
+				  (double)st[i].run_trap_ns / 1e9, &scale, (double)st[i].last_cost_ns / 1e9, slept);
 		r->thr[r->nthr].tid = tids[i];
 		r->thr[r->nthr].f = (float)d.mid;
 		r->thr[r->nthr].lo = (float)d.lo;
 		r->thr[r->nthr].hi = (float)d.hi;
 		if (d.mid > 1.01)
 			pr_debug("window %u of %s: thread %u made %u calls (%u since it last slept) in %.0f us, its "
-				 "probes' delay %.0f us (traps %.0f us of it): x%.3f (x%.3f-x%.3f)",
+				 "probes' delay %.0f us (traps %.0f us of it, at x%.2f (x%.2f-x%.2f); its kernel time "
+				 "%.0f ms, user %.0f ms): x%.3f (x%.3f-x%.3f)",
 				 r->id, cuda_group_names[g], tids[i], st[i].calls, st[i].run_calls,
 				 (double)(st[i].last_ns - st[i].run_start_ns) / 1e3, (double)st[i].backlog_ns / 1e3,
-				 (double)st[i].run_trap_ns / 1e3, d.mid, d.lo, d.hi);
+				 (double)st[i].run_trap_ns / 1e3, scale.mid, scale.lo, scale.hi,
+				 (double)st[i].run_stime_ns / 1e6, (double)st[i].run_utime_ns / 1e6, d.mid, d.lo, d.hi);
 		r->nthr++;
 		*all += (double)st[i].cost_ns / 1e9;
 		*hits += st[i].hits;
@@ -544,6 +556,7 @@ void windows__summary(struct windows *w, struct windows_summary *out)
 		max = e->val;
 		out->busiest_tid = (int)e->k[0];
 	}
+	out->trap_scale = est_traps_scale(&w->traps, &out->trap_ticks);
 	out->windows = w->windows;
 	out->guard_cuts = w->cuts;
 	out->elapsed = (w->stop_t > 0 ? w->stop_t : now_s()) - w->start;

@@ -48,6 +48,8 @@ void windows__add(struct windows *w, uint32_t id, double n, const double values[
 struct windows_summary {
 	struct est_total calls[CG__COUNT]; /* per group: calls seen, estimate, interval */
 	struct est_total value[CG__COUNT]; /* bytes (copies) or wait ns (syncs) */
+	struct est_delay trap_scale;	   /* the traps' cost timed in the job / calibrated */
+	double trap_ticks;		   /* ... from this many of the kernel's ticks */
 	uint64_t windows;		   /* windows opened */
 	uint64_t guard_cuts;		   /* windows the guard cut short */
 	double elapsed;			   /* seconds recorded */

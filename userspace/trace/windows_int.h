@@ -76,7 +76,8 @@ struct windows {
 	struct wrec *ring;
 	struct gstate gs[CG__COUNT];
 	struct est_group est[CG__COUNT];
-	struct hmap tcost; /* (tid) -> ns the thread spent in probes and window switches */
+	struct hmap tcost;	/* (tid) -> ns the thread spent in probes and window switches */
+	struct est_traps traps; /* the traps' cost timed in the job, pooled */
 	uint64_t windows, cuts;
 	unsigned short xsubi[3];
 };

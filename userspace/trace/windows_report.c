@@ -63,9 +63,10 @@ static const char *grouped(char *buf, size_t len, double v)
 	return buf;
 }
 
-static void estimate_comment(struct profile *prof, const char *group, const char *what, const struct est_total *t)
+static void estimate_comment(struct profile *prof, const char *group, const char *what, const struct est_total *t,
+			     const struct windows_summary *sum)
 {
-	char e[32], lo[32], hi[32], seen[32], sys[160] = "";
+	char e[32], lo[32], hi[32], seen[32], sys[224] = "";
 	double half = (t->hi - t->lo) / 2;
 
 	if (!t->sampled) {
@@ -84,11 +85,17 @@ static void estimate_comment(struct profile *prof, const char *group, const char
 				     t->sampled, t->periods);
 		return;
 	}
-	if (t->est > 0 && t->sys_hi - t->sys_lo > 0.005 * t->est)
-		/* Said apart: sampling cannot narrow it, only a cheaper probe (or --exact). */
+	/* Said apart: sampling cannot narrow it, only timing the traps better (or --exact). */
+	if (t->est > 0 && t->sys_hi - t->sys_lo > 0.005 * t->est && sum->trap_ticks >= EST_TRAPS_MIN_TICKS)
+		snprintf(sys, sizeof(sys),
+			 "; the correction for the probes' delay alone -%.2g%% +%.2g%% (its traps timed in the job "
+			 "by %.0f of the kernel's ticks at x%.2f their calibrated cost, x%.2f-x%.2f)",
+			 100 * (t->est - t->sys_lo) / t->est, 100 * (t->sys_hi - t->est) / t->est, sum->trap_ticks,
+			 sum->trap_scale.mid, sum->trap_scale.lo, sum->trap_scale.hi);
+	else if (t->est > 0 && t->sys_hi - t->sys_lo > 0.005 * t->est)
 		snprintf(sys, sizeof(sys),
 			 "; the correction for the probes' delay alone -%.2g%% +%.2g%% (its traps calibrated on "
-			 "gpubpf's own call, taken at %.1f-%.1f times)",
+			 "gpubpf's own call, taken at %.1f-%.1f times: too few of the kernel's ticks to time them)",
 			 100 * (t->est - t->sys_lo) / t->est, 100 * (t->sys_hi - t->est) / t->est, EST_TRAP_LO,
 			 EST_TRAP_HI);
 	profile__add_comment(prof,
@@ -151,11 +158,11 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 		for (int g = 0; g < CG__COUNT; g++) {
 			if (!w->gs[g].windowed)
 				continue;
-			estimate_comment(prof, cuda_group_names[g], "calls", &sum.calls[g]);
+			estimate_comment(prof, cuda_group_names[g], "calls", &sum.calls[g], &sum);
 			if (g == CG_COPY && sum.value[g].est > 0)
-				estimate_comment(prof, cuda_group_names[g], "bytes", &sum.value[g]);
+				estimate_comment(prof, cuda_group_names[g], "bytes", &sum.value[g], &sum);
 			if (g == CG_SYNC && sum.value[g].est > 0)
-				estimate_comment(prof, cuda_group_names[g], "ns waited", &sum.value[g]);
+				estimate_comment(prof, cuda_group_names[g], "ns waited", &sum.value[g], &sum);
 		}
 	} else {
 		profile__add_comment(prof, "cuda: exact counts (%s): every probe attached all the time", exact_why);
