@@ -268,6 +268,7 @@ static __always_inline void charge(__u32 tgid, __u32 tid, __u32 g, __u64 start, 
 	}
 	st->hits += !ret;
 	st->cost_ns += cost;
+	st->traps_ns += trap_ns[ret ? 1 : 0];
 	if (counted && !ret) {
 		nv = task_nvcsw();
 		if (nv != st->nvcsw || !st->run_calls) {

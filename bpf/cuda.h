@@ -116,6 +116,7 @@ struct cuda_tstate {
 	__u64 stime0_ns;    /* call (task_struct's utime, stime: ticks of 1/HZ s, or exact) */
 	__u64 run_utime_ns; /* ... and what each grew by up to its last counted call */
 	__u64 run_stime_ns;
+	__u64 traps_ns; /* the calibrated traps of every hit in the window (in cost_ns) */
 };
 
 /* window_id of a windowed group between its windows: probes may be attached (a window is

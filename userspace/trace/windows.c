@@ -148,6 +148,7 @@ static void read_threads(struct windows *w, int g, struct wrec *r, double *busie
 		char path[64], *text, *p;
 		uint64_t nv = st[i].nvcsw, spent = 0;
 		struct est_delay d, scale;
+		double cost;
 		bool slept;
 
 		/* Did the thread sleep after its last call in the window (its delay made up)?
@@ -183,12 +184,17 @@ static void read_threads(struct windows *w, int g, struct wrec *r, double *busie
 				 (double)st[i].run_trap_ns / 1e3, scale.mid, scale.lo, scale.hi,
 				 (double)st[i].run_stime_ns / 1e6, (double)st[i].run_utime_ns / 1e6, d.mid, d.lo, d.hi);
 		r->nthr++;
-		*all += (double)st[i].cost_ns / 1e9;
+		/* What the thread paid: its traps at what they cost in the job, as far as the
+		 * ticks have timed them (the governor plans from it, the summary says it). */
+		cost = (double)st[i].cost_ns + (scale.mid - 1) * (double)st[i].traps_ns;
+		if (cost < (double)st[i].cost_ns - (double)st[i].traps_ns)
+			cost = (double)st[i].cost_ns - (double)st[i].traps_ns;
+		*all += cost / 1e9;
 		*hits += st[i].hits;
-		if ((double)st[i].cost_ns / 1e9 > *busiest)
-			*busiest = (double)st[i].cost_ns / 1e9;
+		if (cost / 1e9 > *busiest)
+			*busiest = cost / 1e9;
 		hmap__get(&w->tcost, tids[i], 0, 0, &spent);
-		hmap__put(&w->tcost, tids[i], 0, 0, spent + st[i].cost_ns + (uint64_t)(per_window * 1e9));
+		hmap__put(&w->tcost, tids[i], 0, 0, spent + (uint64_t)cost + (uint64_t)(per_window * 1e9));
 	}
 }
 

@@ -142,7 +142,7 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 		       struct profile *prof, double budget_pct, const char *exact_why, double elapsed)
 {
 	struct windows_summary sum;
-	char duty[256];
+	char duty[256], traps[96] = "calibrated";
 	double probes, always, total;
 
 	windows__duty_text(gv, duty, sizeof(duty));
@@ -169,14 +169,17 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 	}
 	/* What gpubpf cost the busiest thread, each part as measured (see --help). */
 	total = probes + always + gv->cpu_cost;
+	if (w && sum.trap_ticks >= EST_TRAPS_MIN_TICKS)
+		snprintf(traps, sizeof(traps), "calibrated, and timed in the job by the kernel's ticks at x%.2f",
+			 sum.trap_scale.mid);
 	profile__add_comment(
 	    prof,
 	    "cuda cost: estimated overhead %.3g%% of the busiest target thread: probe hits %.3g%% (their programs "
-	    "timed in the job, plus traps of %.2f us at entry and %.2f us at return, calibrated), %" PRIu64
+	    "timed in the job, plus traps of %.2f us at entry and %.2f us at return, %s), %" PRIu64
 	    " windows opened and closed (%.2f us each with its first hit, counted with the hits), groups never "
 	    "windowed %.3g%%, CPU sampling %.3g%% (%.2f us a sample); planned %.3g%%; a traced call costs %.2f us "
 	    "on gpubpf's own calibration call",
-	    100 * total, 100 * probes, gv->trap_entry * 1e6, gv->trap_return * 1e6, sum.windows,
+	    100 * total, 100 * probes, gv->trap_entry * 1e6, gv->trap_return * 1e6, traps, sum.windows,
 	    governor__window_cost(gv) * 1e6, 100 * always, 100 * gv->cpu_cost, gv->sample_cost * 1e6,
 	    100 * governor__overhead(gv), gv->cost_per_hit * 1e6);
 }
