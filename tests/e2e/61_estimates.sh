@@ -111,7 +111,7 @@ fi
 # estimate came out 33% high once, its cause unknown: its log had no cost line, which
 # is printed below now): the estimate has swung from -15% to +33%. So the traps are timed in
 # the job too, by the kernel's ticks of the thread's kernel time, and the interval gpubpf
-# states spans what remains uncertain of them (issue 13: -13% to +9% here, the
+# states spans what remains uncertain of them (issue 13: -13% to +14% here, the
 # correction alone about -14% +28%); the check is that it is honest: the truth inside
 # the stated 95% interval, and the
 # interval not so wide that it says nothing (half-width at most 75%: under
