@@ -68,6 +68,11 @@ double est_run_factor(uint32_t calls, uint32_t run_calls, double run_start, doub
 	return (calls + pushed) / calls;
 }
 
+static double clamp(double x, double lo, double hi)
+{
+	return x < lo ? lo : x > hi ? hi : x;
+}
+
 struct est_delay est_run_delay(uint32_t calls, uint32_t run_calls, double run_start, double last, double backlog,
 			       double traps, const struct est_delay *scale, double last_cost, bool slept)
 {
@@ -108,11 +113,6 @@ void est_traps_add(struct est_traps *t, uint64_t k, uint64_t u, double prog, dou
 	t->prog += prog;
 	t->traps += traps;
 	t->tick = gcd64(gcd64(t->tick, k), u);
-}
-
-static double clamp(double x, double lo, double hi)
-{
-	return x < lo ? lo : x > hi ? hi : x;
 }
 
 struct est_delay est_traps_scale(const struct est_traps *t, double *ticks)
@@ -178,11 +178,9 @@ void est_period_plan(struct est_period *p, double len, double w)
 
 void est_period_add(struct est_period *p, double w, const struct est_delay *d, double n, const double values[3])
 {
-	double factor = d && d->mid >= 1 ? d->mid : 1, lo = d && d->lo >= 1 ? d->lo : 1,
-	       hi = d && d->hi >= factor ? d->hi : factor;
+	double factor = d && d->mid >= 1 ? d->mid : 1, lo = d && d->lo >= 1 ? clamp(d->lo, 1, factor) : 1,
+	       hi = d && d->hi > factor ? d->hi : factor;
 
-	if (lo > factor)
-		lo = factor;
 	if (!(w >= 1))
 		w = 1;
 	if (w > 1 || factor > 1)

@@ -185,10 +185,9 @@ static void read_threads(struct windows *w, int g, struct wrec *r, double *busie
 				 (double)st[i].run_stime_ns / 1e6, (double)st[i].run_utime_ns / 1e6, d.mid, d.lo, d.hi);
 		r->nthr++;
 		/* What the thread paid: its traps at what they cost in the job, as far as the
-		 * ticks have timed them (the governor plans from it, the summary says it). */
+		 * ticks have timed them (the governor plans from it, the summary says it; the
+		 * multiple is at least 0.25, so the cost never goes below the programs'). */
 		cost = (double)st[i].cost_ns + (scale.mid - 1) * (double)st[i].traps_ns;
-		if (cost < (double)st[i].cost_ns - (double)st[i].traps_ns)
-			cost = (double)st[i].cost_ns - (double)st[i].traps_ns;
 		*all += cost / 1e9;
 		*hits += st[i].hits;
 		if (cost / 1e9 > *busiest)

@@ -66,7 +66,7 @@ static const char *grouped(char *buf, size_t len, double v)
 static void estimate_comment(struct profile *prof, const char *group, const char *what, const struct est_total *t,
 			     const struct windows_summary *sum)
 {
-	char e[32], lo[32], hi[32], seen[32], sys[224] = "";
+	char e[32], lo[32], hi[32], seen[32], sys[224] = "", how[128];
 	double half = (t->hi - t->lo) / 2;
 
 	if (!t->sampled) {
@@ -86,18 +86,21 @@ static void estimate_comment(struct profile *prof, const char *group, const char
 		return;
 	}
 	/* Said apart: sampling cannot narrow it, only timing the traps better (or --exact). */
-	if (t->est > 0 && t->sys_hi - t->sys_lo > 0.005 * t->est && sum->trap_ticks >= EST_TRAPS_MIN_TICKS)
+	if (t->est > 0 && t->sys_hi - t->sys_lo > 0.005 * t->est) {
+		if (sum->trap_ticks >= EST_TRAPS_MIN_TICKS)
+			snprintf(how, sizeof(how),
+				 "timed in the job by %.0f of the kernel's ticks at x%.2f their calibrated cost, "
+				 "x%.2f-x%.2f",
+				 sum->trap_ticks, sum->trap_scale.mid, sum->trap_scale.lo, sum->trap_scale.hi);
+		else
+			snprintf(how, sizeof(how),
+				 "calibrated on gpubpf's own call, taken at %.1f-%.1f times: too few of the kernel's "
+				 "ticks to time them",
+				 EST_TRAP_LO, EST_TRAP_HI);
 		snprintf(sys, sizeof(sys),
-			 "; the correction for the probes' delay alone -%.2g%% +%.2g%% (its traps timed in the job "
-			 "by %.0f of the kernel's ticks at x%.2f their calibrated cost, x%.2f-x%.2f)",
-			 100 * (t->est - t->sys_lo) / t->est, 100 * (t->sys_hi - t->est) / t->est, sum->trap_ticks,
-			 sum->trap_scale.mid, sum->trap_scale.lo, sum->trap_scale.hi);
-	else if (t->est > 0 && t->sys_hi - t->sys_lo > 0.005 * t->est)
-		snprintf(sys, sizeof(sys),
-			 "; the correction for the probes' delay alone -%.2g%% +%.2g%% (its traps calibrated on "
-			 "gpubpf's own call, taken at %.1f-%.1f times: too few of the kernel's ticks to time them)",
-			 100 * (t->est - t->sys_lo) / t->est, 100 * (t->sys_hi - t->est) / t->est, EST_TRAP_LO,
-			 EST_TRAP_HI);
+			 "; the correction for the probes' delay alone -%.2g%% +%.2g%% (its traps %s)",
+			 100 * (t->est - t->sys_lo) / t->est, 100 * (t->sys_hi - t->est) / t->est, how);
+	}
 	profile__add_comment(prof,
 			     "cuda estimate: %s: %s %s, 95%% CI %s-%s (+-%.2g%%), from %s calls seen in windows of "
 			     "%d of %d periods%s",
