@@ -38,6 +38,14 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 
 	if (!is_target(tgid))
 		return 0;
+	/* An event opened for a thread (not per CPU) samples only that thread, unless the
+	 * kernel swapped it to another (userspace/trace/cpu.c says when). */
+	{
+		struct task_struct *owner = BPF_CORE_READ((struct bpf_perf_event_data_kern *)ctx, event, hw.target);
+
+		if (owner && BPF_CORE_READ(owner, pid) != tid)
+			stat_inc(STAT_OTHER_CLOCK);
+	}
 
 	key.tgid = tgid;
 	key.tid = tid;

@@ -6,7 +6,9 @@
  * moment of every period (per-CPU timers alias); one on each thread's own clock does not.
  * Prints each thread's own CPU time, the truth a profile's shares are checked against:
  *   "cpu_split: a=SECONDS b=SECONDS c=SECONDS"
- * Usage: cpu_split [SECONDS] [PERIOD]. */
+ * With DELAY, the three threads are started DELAY seconds in by another thread (not the
+ * main one), as a job's worker threads are started by its own threads after attach.
+ * Usage: cpu_split [SECONDS] [PERIOD] [DELAY]. */
 #define _GNU_SOURCE
 #include <pthread.h>
 
@@ -14,7 +16,7 @@
 
 #define NOINLINE __attribute__((noinline))
 
-static double end_time, period = 1.0 / 99;
+static double end_time, period = 1.0 / 99, delay;
 static double cpu_s[3];
 
 static double thread_cpu(void)
@@ -61,21 +63,46 @@ static void *run(void *arg)
 	return NULL;
 }
 
-int main(int argc, char **argv)
+static void *start(void *arg)
 {
 	pthread_t t[3];
 
+	(void)arg;
+	if (delay > 0) {
+		struct timespec ts = {(time_t)delay, (long)((delay - (double)(time_t)delay) * 1e9)};
+
+		nanosleep(&ts, NULL);
+	}
+	for (long i = 0; i < 3; i++)
+		if (pthread_create(&t[i], NULL, run, (void *)i))
+			return (void *)1;
+	for (int i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t starter;
+	void *ret = NULL;
+
 	if (argc > 2)
 		period = atof(argv[2]);
-	if (!(period > 0))
+	if (argc > 3)
+		delay = atof(argv[3]);
+	if (!(period > 0) || delay < 0)
 		return 2;
 	wl_gate();
 	end_time = wl_now() + wl_seconds(argc, argv);
-	for (long i = 0; i < 3; i++)
-		if (pthread_create(&t[i], NULL, run, (void *)i))
+	if (delay > 0) {
+		if (pthread_create(&starter, NULL, start, NULL))
 			return 1;
-	for (int i = 0; i < 3; i++)
-		pthread_join(t[i], NULL);
+		pthread_join(starter, &ret);
+	} else {
+		ret = start(NULL);
+	}
+	if (ret)
+		return 1;
 	printf("cpu_split: a=%.6f b=%.6f c=%.6f\n", cpu_s[0], cpu_s[1], cpu_s[2]);
 	return 0;
 }

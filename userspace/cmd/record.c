@@ -78,9 +78,12 @@ static void add_comments(struct engine *e)
 	profile__add_comment(s->prof, "command: gpubpf %s", cmd);
 	profile__add_comment(s->prof, "settings: event=%s freq=%dHz inherit=%s duration=%.3fs", st->event, o->freq,
 			     o->inherit ? "yes" : "no", e->elapsed);
-	profile__add_comment(s->prof, "cpu: %llu samples, %llu stacks lost, %llu samples dropped, %llu truncated",
+	profile__add_comment(s->prof,
+			     "cpu: %llu samples, %llu stacks lost, %llu samples dropped, %llu truncated, "
+			     "%llu on another thread's clock",
 			     (unsigned long long)st->samples, (unsigned long long)st->lost_stacks,
-			     (unsigned long long)st->dropped, (unsigned long long)s->truncated_stacks);
+			     (unsigned long long)st->dropped, (unsigned long long)s->truncated_stacks,
+			     (unsigned long long)st->other_clock);
 	if (cs->objects) {
 		profile__add_comment(
 		    s->prof,
