@@ -27,6 +27,15 @@ struct cpu_counts {
 struct cpu_counts counts0 SEC(".maps");
 struct cpu_counts counts1 SEC(".maps");
 
+/* The thread each per-thread event last sampled (the event's address -> tid): an event
+ * whose samples move between threads is no thread's own clock (userspace/trace/cpu.c). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u64);
+	__type(value, __u32);
+} clock_owner SEC(".maps");
+
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
@@ -38,13 +47,18 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 
 	if (!is_target(tgid))
 		return 0;
-	/* An event opened for a thread (not per CPU) samples only that thread, unless the
-	 * kernel swapped it to another (userspace/trace/cpu.c says when). */
+	/* An event opened for a thread (not per CPU) samples one thread, unless the kernel
+	 * swaps it between threads (userspace/trace/cpu.c says when). */
 	{
-		struct task_struct *owner = BPF_CORE_READ((struct bpf_perf_event_data_kern *)ctx, event, hw.target);
+		struct perf_event *ev = BPF_CORE_READ((struct bpf_perf_event_data_kern *)ctx, event);
+		__u64 evk = (__u64)ev;
+		__u32 *last = bpf_map_lookup_elem(&clock_owner, &evk);
 
-		if (owner && BPF_CORE_READ(owner, pid) != tid)
-			stat_inc(STAT_OTHER_CLOCK);
+		if (BPF_CORE_READ(ev, hw.target) && (!last || *last != tid)) {
+			if (last)
+				stat_inc(STAT_CLOCK_MOVED);
+			bpf_map_update_elem(&clock_owner, &evk, &tid, BPF_ANY);
+		}
 	}
 
 	key.tgid = tgid;

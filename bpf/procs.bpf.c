@@ -45,6 +45,10 @@ struct {
 	__type(value, __u64);
 } held SEC(".maps");
 
+/* Report the threads targets start (PROC_EV_THREAD): set by userspace when the CPU
+ * sampler asks for them (userspace/trace/cpu.c says why). */
+bool report_threads = false;
+
 /* Events lost because the ring buffer was full; userspace reports it. */
 __u64 lost_events = 0;
 
@@ -95,9 +99,12 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	__u32 ctgid = BPF_CORE_READ(child, tgid);
 	__u32 flags = TARGET_FOLLOWED;
 
-	/* A new thread shares its tgid: already covered. */
-	if (ptgid == ctgid)
+	/* A new thread shares its tgid: already a target. */
+	if (ptgid == ctgid) {
+		if (report_threads && is_target(ctgid))
+			emit(PROC_EV_THREAD, BPF_CORE_READ(child, pid), ctgid);
 		return 0;
+	}
 	if (trace_all) {
 		if (ctgid != self_tgid)
 			emit(PROC_EV_FORK, ctgid, ptgid);

@@ -15,6 +15,7 @@ enum proc_event_type {
 	PROC_EV_EXEC = 2, /* a target called exec: mappings changed */
 	PROC_EV_EXIT = 3, /* a target's last thread exited */
 	PROC_EV_LOAD = 4, /* the dynamic linker loaded or unloaded objects (_dl_debug_state) */
+	PROC_EV_THREAD = 5, /* a target started a thread: pid is its thread id, ppid the process */
 };
 
 struct gpubpf_proc_event {

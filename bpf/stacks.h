@@ -17,7 +17,7 @@ enum stack_stat {
 	STAT_KSTACK_LOST = 2, /* kernel stack collided or unavailable */
 	STAT_MAP_FULL = 3,    /* aggregation map full: the event was dropped */
 	STAT_STACK_FULL = 4,  /* stack map full (-ENOMEM) */
-	STAT_OTHER_CLOCK = 5, /* a CPU sample taken by an event opened for another thread */
+	STAT_CLOCK_MOVED = 5, /* a per-thread CPU event sampled another thread than last time */
 	STAT_NR = 8,
 };
 

@@ -9,8 +9,8 @@
 #  2. Both within 5 points of the workload's own CPU-time split (the recording misses its
 #     first and last half second, and perf's own shares move that much from it).
 #  3. gpubpf starting the command: within 2 points of the workload's split, and no
-#     sample taken by the event of another thread (the kernel swaps the events of threads
-#     whose events are clones: then 51-67 / 24-36 / 9-12; userspace/trace/cpu.c).
+#     thread's event moved to another thread (the kernel swaps the events of threads whose
+#     events are clones: then 51-67 / 24-36 / 9-12; userspace/trace/cpu.c).
 #  4. The same with the three threads started 1 s in by another thread.
 source "$(dirname "$0")/lib.sh"
 need_root
@@ -63,14 +63,18 @@ PY
 	if [ $rc = 0 ]; then pass "$1"; else fail "$1" "$(cat "$TMP/cmp.$1") (tolerance $4 points)"; fi
 }
 
-# own_clock NAME PROFILE: no CPU sample was taken by an event opened for another thread.
+# own_clock NAME PROFILE: each thread's event sampled its own thread (the kernel moved
+# none between threads, but for a one-off at a thread's start: at most 1% of samples).
 own_clock() {
-	local line
+	local line n m
 	line=$(pprof -raw "$2" | sed -n 's/^Comment: cpu: //p')
-	case "$line" in
-	*", 0 on another thread's clock") pass "$1" ;;
-	*) fail "$1" "cpu: ${line:-no cpu comment}" ;;
-	esac
+	n=$(echo "$line" | sed -n 's/^\([0-9]*\) samples,.*/\1/p')
+	m=$(echo "$line" | sed -n 's/.*, \([0-9]*\) moves of a thread.s clock.*/\1/p')
+	if [ -n "$n" ] && [ -n "$m" ] && [ $((100 * m)) -le "$n" ]; then
+		pass "$1"
+	else
+		fail "$1" "cpu: ${line:-no cpu comment}"
+	fi
 }
 
 have_perf=1

@@ -80,10 +80,10 @@ static void add_comments(struct engine *e)
 			     o->inherit ? "yes" : "no", e->elapsed);
 	profile__add_comment(s->prof,
 			     "cpu: %llu samples, %llu stacks lost, %llu samples dropped, %llu truncated, "
-			     "%llu on another thread's clock",
+			     "%llu moves of a thread's clock to another thread",
 			     (unsigned long long)st->samples, (unsigned long long)st->lost_stacks,
 			     (unsigned long long)st->dropped, (unsigned long long)s->truncated_stacks,
-			     (unsigned long long)st->other_clock);
+			     (unsigned long long)st->clock_moves);
 	if (cs->objects) {
 		profile__add_comment(
 		    s->prof,

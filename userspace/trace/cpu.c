@@ -29,6 +29,7 @@ struct cpu_sampler {
 	int nfds;      /* one per CPU, or one per target thread */
 	bool per_task; /* each target thread sampled on its own clock */
 	int hold_fd;   /* the command's event that is not inherited (open_uninherited), or -1 */
+	bool on_task;  /* told of the targets' new threads (unclone) */
 	const char *event;
 	uint32_t ev_type; /* the event opened (cycles or cpu-clock) */
 	uint64_t ev_config;
@@ -132,10 +133,17 @@ static int open_threads(struct cpu_sampler *c, struct perf_event_attr *attr, int
  * the kernel swaps their event contexts instead of stopping one thread's events and
  * starting the other's: the sampling timer runs on and fires in whichever of them runs,
  * like a per-CPU timer. Under `record --` that was most samples (632 of 684 taken by an
- * event opened for another thread; a 6:3:1 split read 53-63 / 27-36 / 10-12). An event
- * that is not inherited, held on the command from before its exec, keeps the threads and
- * processes it starts from being clones. (-p opens an event on each thread; no swap was
- * seen there, nor in threads started by other threads: STAT_OTHER_CLOCK counts them.) */
+ * event opened for another thread; a 6:3:1 split read 53-63 / 27-36 / 10-12). Two things
+ * keep threads apart:
+ * - the command holds an event that is not inherited, from before its exec: the threads
+ *   and processes it starts are never clones;
+ * - a thread started by another gets an event opened on it (and closed) as soon as the
+ *   kernel reports the thread: opening one makes the kernel forget that a thread's events
+ *   are a clone (the kernel's code says threads started by a thread are clones of it and
+ *   of each other; no swap was seen there in 10 runs without this). Until then, a few
+ *   ms, it may share their clock.
+ * STAT_CLOCK_MOVED counts the samples an event took in another thread than its last (a
+ * swap with a thread that then sleeps for good moves a clock once, harmlessly). */
 static int open_uninherited(int pid)
 {
 	struct perf_event_attr attr = {
@@ -146,6 +154,18 @@ static int open_uninherited(int pid)
 	};
 
 	return perf_open(&attr, pid, -1);
+}
+
+static void unclone(void *ctx, int tid)
+{
+	int fd = open_uninherited(tid);
+
+	(void)ctx;
+	if (fd >= 0)
+		close(fd);
+	else if (errno != ESRCH) /* ESRCH: gone already */
+		pr_debug("cannot open an event on thread %d: %s; it may be sampled on another thread's clock", tid,
+			 strerror(errno));
 }
 
 /* Each target thread on its own clock, as perf record does: a sample every 1/freq
@@ -288,6 +308,10 @@ struct cpu_sampler *cpu__new(struct session *s, int targets_fd, int comms_fd)
 	err = open_events(c);
 	if (err)
 		goto fail;
+	if (c->per_task) {
+		procs__set_on_task(s->procs, unclone, c);
+		c->on_task = true;
+	}
 	return c;
 fail:
 	cpu__free(c);
@@ -299,6 +323,8 @@ void cpu__free(struct cpu_sampler *c)
 {
 	if (!c)
 		return;
+	if (c->on_task)
+		procs__set_on_task(c->s->procs, NULL, NULL);
 	if (c->hold_fd >= 0)
 		close(c->hold_fd);
 	close_events(c);
@@ -440,6 +466,6 @@ void cpu__stats(struct cpu_sampler *c, struct cpu_stats *out)
 	out->lost_stacks =
 	    stacks__stat(fd, STAT_USTACK_LOST) + stacks__stat(fd, STAT_KSTACK_LOST) + stacks__stat(fd, STAT_STACK_FULL);
 	out->dropped = stacks__stat(fd, STAT_MAP_FULL);
-	out->other_clock = stacks__stat(fd, STAT_OTHER_CLOCK);
+	out->clock_moves = stacks__stat(fd, STAT_CLOCK_MOVED);
 	out->event = c->event;
 }

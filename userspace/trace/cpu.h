@@ -14,7 +14,7 @@ struct cpu_stats {
 	uint64_t samples;     /* samples counted into stacks */
 	uint64_t lost_stacks; /* user or kernel stacks lost (collisions, faults, full maps) */
 	uint64_t dropped;     /* samples dropped: aggregation map full */
-	uint64_t other_clock; /* taken by the event of another thread (see cpu.c): should be 0 */
+	uint64_t clock_moves; /* a thread's event sampled another thread (see cpu.c): ~0 */
 	const char *event;    /* "cpu-clock" or "cycles" */
 };
 

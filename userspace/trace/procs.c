@@ -52,6 +52,10 @@ struct procs {
 		void *ctx;
 	} on_exit[PROCS_MAX_ON_CHANGE];
 	int n_on_exit;
+	struct {
+		void (*cb)(void *ctx, int tid);
+		void *ctx;
+	} on_task;
 	/* _dl_debug_state probes: one per dynamic linker file, for every process (the BPF
 	 * side keeps to targets), so a target that starts thousands of processes costs no
 	 * more than one that starts one. */
@@ -159,7 +163,13 @@ static int on_event(void *ctx, void *data, size_t len)
 			break;
 		}
 		track(p, (int)ev->pid);
+		if (p->on_task.cb)
+			p->on_task.cb(p->on_task.ctx, (int)ev->pid);
 		changed(p, (int)ev->pid);
+		break;
+	case PROC_EV_THREAD:
+		if (p->on_task.cb)
+			p->on_task.cb(p->on_task.ctx, (int)ev->pid);
 		break;
 	case PROC_EV_EXEC:
 	case PROC_EV_LOAD:
@@ -196,6 +206,13 @@ int procs__add_on_change(struct procs *p, void (*cb)(void *ctx, int pid), void *
 	p->on_change[p->n_on_change].ctx = ctx;
 	p->n_on_change++;
 	return 0;
+}
+
+void procs__set_on_task(struct procs *p, void (*cb)(void *ctx, int tid), void *ctx)
+{
+	p->on_task.cb = cb;
+	p->on_task.ctx = ctx;
+	p->skel->bss->report_threads = cb != NULL;
 }
 
 int procs__add_on_exit(struct procs *p, void (*cb)(void *ctx, int pid), void *ctx)

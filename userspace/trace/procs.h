@@ -60,6 +60,10 @@ int procs__add_ringbuf(struct procs *p, int map_fd, int (*cb)(void *ctx, void *d
  * Several tracers may register (up to 4). 0 or -E2BIG. */
 int procs__add_on_change(struct procs *p, void (*cb)(void *ctx, int pid), void *ctx);
 
+/* Call CB(ctx, tid) soon after a target starts a thread or a process (TID: its first
+ * thread). One callback; NULL removes it. The kernel reports threads only while it is set. */
+void procs__set_on_task(struct procs *p, void (*cb)(void *ctx, int tid), void *ctx);
+
 /* Call CB(ctx, pid) when a target's last thread exited: release what it held. Up to 4. */
 int procs__add_on_exit(struct procs *p, void (*cb)(void *ctx, int pid), void *ctx);
 
