@@ -21,6 +21,7 @@
 #define GUARD_S 0.05	   /* the guard looks at least this often */
 #define FIRST_MEASURE 0.03 /* a group's first window, before anything is known of it */
 #define MIN_SLOT 0.002	   /* the shortest window worth opening */
+#define LATE_S 0.0005	   /* a window opened later than this after its slot began is late */
 
 struct wthread {
 	uint32_t tid;
@@ -50,6 +51,7 @@ struct gstate {
 	bool windowed;
 	struct est_segment seg;
 	double wopen, wclose; /* the slot drawn */
+	double slot_len;      /* > 0: the slot's length, when its window was moved (late) */
 	double weight;
 	bool attached;	  /* the probes are in */
 	bool pending;	  /* the slot drawn is still to come */
@@ -79,6 +81,8 @@ struct windows {
 	struct hmap tcost;	/* (tid) -> ns the thread spent in probes and window switches */
 	struct est_traps traps; /* the traps' cost timed in the job, pooled */
 	uint64_t windows, cuts;
+	uint64_t late, moved; /* windows opened late (> LATE_S), moved past their slot */
+	double late_s;	      /* how late those opened, in all */
 	unsigned short xsubi[3];
 };
 
