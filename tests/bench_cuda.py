@@ -38,8 +38,23 @@ def measure(cmd, pattern):
     m = re.search(pattern, r.stdout)
     if not m:
         sys.exit(f"cannot read {pattern!r} from: {r.stdout!r}")
-    est = re.search(r"overhead ~([0-9.e+-]+)%", r.stderr)
-    return float(m.group(1)), float(est.group(1)) if est else None
+    return float(m.group(1)), parse_est(r.stderr)
+
+
+def parse_est(err):
+    """gpubpf's summary: "overhead ~X%", and "(LO-HI%: ...)" when the traps' cost in the
+    job is known only within a range. (X, LO, HI) in percent, or None."""
+    m = re.search(r"overhead ~([0-9.e+-]+)%(?: \(([0-9.e+-]+)-([0-9.e+-]+)%)?", err)
+    if not m:
+        return None
+    x = float(m.group(1))
+    return (x, float(m.group(2)), float(m.group(3))) if m.group(2) else (x, x, x)
+
+
+def fmt_est(e):
+    if e is None:
+        return "?"
+    return f"{e[0]:.2g}" if e[1] == e[2] else f"{e[0]:.2g} ({e[1]:.2g}-{e[2]:.2g})"
 
 
 def launch_rate(cmd):
@@ -53,8 +68,14 @@ def est_text(ests):
     ests = [e for e in ests if e is not None]
     if not ests:
         return "estimated ?"
-    s = min(statistics.median(ests), 99.99) / 100
-    return f"estimated {100 * s / (1 - s):.2g}% ({100 * s:.2g}% of the thread's time)"
+
+    def slowdown(i):
+        s = min(statistics.median(e[i] for e in ests), 99.99) / 100
+        return s, 100 * s / (1 - s)
+
+    (s, mid), (_, lo), (_, hi) = slowdown(0), slowdown(1), slowdown(2)
+    span = f", {lo:.2g}-{hi:.2g}% with the traps' cost as uncertain as it is" if hi - lo > 0.1 * mid else ""
+    return f"estimated {mid:.2g}% ({100 * s:.2g}% of the thread's time{span})"
 
 
 def launch_heavy(out):
@@ -70,7 +91,7 @@ def launch_heavy(out):
         a, u = statistics.median(alone), statistics.median(under)
         print(f"   runs alone (M/s): {' '.join(f'{x / 1e6:.3f}' for x in alone)}; "
               f"with gpubpf: {' '.join(f'{x / 1e6:.3f}' for x in under)}; estimated overhead (%): "
-              f"{' '.join(f'{x:.2g}' if x is not None else '?' for x in ests)}")
+              f"{' '.join(fmt_est(x) for x in ests)}")
         # Slowdown of the same work: the ratio of wall times is the inverse ratio of rates.
         print(f"1. launch-heavy, {name}: {a / 1e6:.3f}M launches/s alone, {u / 1e6:.3f}M with gpubpf: "
               f"wall-time ratio {a / u:.3f}; {est_text(ests)}, measured {100 * (a / u - 1):.2g}% "
@@ -91,7 +112,7 @@ def replay(out):
     a, u = statistics.median(alone), statistics.median(under)
     print(f"   runs alone (s): {' '.join(f'{x:.3f}' for x in alone)}; with gpubpf: "
           f"{' '.join(f'{x:.3f}' for x in under)}; estimated overhead (%): "
-          f"{' '.join(f'{x:.2g}' if x is not None else '?' for x in ests)}")
+          f"{' '.join(fmt_est(x) for x in ests)}")
     print(f"1r. replay of the real PyTorch timeline (closed loop, 2 threads), default: alone {a:.3f} s, "
           f"with gpubpf {u:.3f} s, ratio {u / a:.3f}; {est_text(ests)}, measured {100 * (u / a - 1):.2g}% "
           f"(target: ratio <= 1.02; median of {RUNS})", flush=True)
@@ -126,8 +147,7 @@ def gated_run(cmd, env, attach):
     est = None
     if rec:
         err = rec.communicate()[1]
-        m = re.search(r"overhead ~([0-9.e+-]+)%", err)
-        est = float(m.group(1)) if m else None
+        est = parse_est(err)
     return t, est
 
 

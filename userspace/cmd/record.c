@@ -150,7 +150,13 @@ static void print_summary(struct engine *e, const char *gpu_summary)
 		fprintf(stderr, ", %llu CUDA calls traced", (unsigned long long)e->cs.calls);
 		if (e->windowed)
 			fprintf(stderr, " in windows (%s; estimates scaled)", duty);
-		fprintf(stderr, ", overhead ~%.2g%%", 100 * windows__overhead(e->win, e->gcost, &e->gov, e->elapsed));
+		{
+			double lo, hi, mid = windows__overhead(e->win, e->gcost, &e->gov, e->elapsed, &lo, &hi);
+
+			fprintf(stderr, ", overhead ~%.2g%%", 100 * mid);
+			if (hi - lo > 0.1 * mid)
+				fprintf(stderr, " (%.2g-%.2g%%: the traps' cost in the job)", 100 * lo, 100 * hi);
+		}
 	}
 	fputs(gpu_summary, stderr);
 	if (procs__lost_events(s->procs))

@@ -77,7 +77,7 @@ double engine__overhead(struct engine *e)
 		return governor__overhead(&e->gov);
 	cuda__group_costs(e->cuda, cost);
 	windows__governor(e->win, &g);
-	return windows__overhead(e->win, cost, &g, engine__now() - e->start);
+	return windows__overhead(e->win, cost, &g, engine__now() - e->start, NULL, NULL);
 }
 
 /* The symbolizer keeps every object it reads open (so exited processes still resolve),

@@ -107,6 +107,7 @@ void windows__free(struct windows *w)
 	for (int g = 0; g < CG__COUNT; g++)
 		est_group_free(&w->est[g]);
 	hmap__clear(&w->tcost);
+	hmap__clear(&w->ttraps);
 	free(w->ring);
 	pthread_mutex_destroy(&w->lock);
 	free(w);
@@ -195,6 +196,9 @@ static void read_threads(struct windows *w, int g, struct wrec *r, double *busie
 			*busiest = cost / 1e9;
 		hmap__get(&w->tcost, tids[i], 0, 0, &spent);
 		hmap__put(&w->tcost, tids[i], 0, 0, spent + (uint64_t)cost + (uint64_t)(per_window * 1e9));
+		spent = 0;
+		hmap__get(&w->ttraps, tids[i], 0, 0, &spent);
+		hmap__put(&w->ttraps, tids[i], 0, 0, spent + st[i].traps_ns);
 	}
 }
 
@@ -563,7 +567,7 @@ void windows__add(struct windows *w, uint32_t id, double n, const double values[
 
 void windows__summary(struct windows *w, struct windows_summary *out)
 {
-	uint64_t max = 0;
+	uint64_t max = 0, traps = 0;
 
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&w->lock);
@@ -579,12 +583,15 @@ void windows__summary(struct windows *w, struct windows_summary *out)
 		max = e->val;
 		out->busiest_tid = (int)e->k[0];
 	}
+	if (max)
+		hmap__get(&w->ttraps, (uint64_t)out->busiest_tid, 0, 0, &traps);
 	out->trap_scale = est_traps_scale(&w->traps, &out->trap_ticks);
 	out->windows = w->windows;
 	out->guard_cuts = w->cuts;
 	out->elapsed = (w->stop_t > 0 ? w->stop_t : now_s()) - w->start;
 	pthread_mutex_unlock(&w->lock);
 	out->probes = (double)max / 1e9;
+	out->probes_traps = (double)traps / 1e9;
 }
 
 void windows__governor(struct windows *w, struct governor *out)

@@ -54,7 +54,8 @@ struct windows_summary {
 	uint64_t guard_cuts;		   /* windows the guard cut short */
 	double elapsed;			   /* seconds recorded */
 	/* measured costs to the busiest thread, seconds over the recording */
-	double probes; /* its probe hits (program time measured, traps calibrated), window switches */
+	double probes;	     /* its probe hits (program time measured, traps calibrated), window switches */
+	double probes_traps; /* ... of which its traps at their calibrated cost (x1) */
 	int busiest_tid;
 };
 void windows__summary(struct windows *w, struct windows_summary *out);
@@ -66,9 +67,11 @@ void windows__governor(struct windows *w, struct governor *out);
 void windows__duty_text(const struct governor *gv, char *buf, size_t len);
 
 /* What gpubpf cost the busiest target thread over ELAPSED seconds, as measured (a
- * fraction): its probe hits and window switches, groups never windowed, CPU sampling. */
+ * fraction): its probe hits and window switches, groups never windowed, CPU sampling.
+ * LO, HI (may be NULL): the same with the traps at either end of their range
+ * (est_traps_scale: 0.5-2.5 times their calibration until the kernel's ticks time them). */
 double windows__overhead(struct windows *w, const uint64_t cost_ns[CG__COUNT], const struct governor *gv,
-			 double elapsed);
+			 double elapsed, double *lo, double *hi);
 
 /* The profile's comments on the windows (W; NULL: exact counts, for EXACT_WHY): per group
  * the calls seen, the estimate and its 95% confidence interval, and what gpubpf cost the

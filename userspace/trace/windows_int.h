@@ -79,6 +79,7 @@ struct windows {
 	struct gstate gs[CG__COUNT];
 	struct est_group est[CG__COUNT];
 	struct hmap tcost;	/* (tid) -> ns the thread spent in probes and window switches */
+	struct hmap ttraps;	/* (tid) -> ns of its traps, at their calibrated cost */
 	struct est_traps traps; /* the traps' cost timed in the job, pooled */
 	uint64_t windows, cuts;
 	uint64_t late, moved; /* windows opened late (> LATE_S), moved past their slot */

@@ -131,22 +131,41 @@ static void cost_parts(struct windows *w, const uint64_t cost[CG__COUNT], const 
 	(void)gv;
 }
 
+/* The busiest thread's traps are in its cost at the multiple of their calibration the
+ * windows used (the timed one as it stood, x1 before): at the range's ends instead. */
+static void traps_range(const struct windows_summary *sum, double secs, double total, double *lo, double *hi)
+{
+	double traps = sum->probes_traps / (secs > 0 ? secs : 1), mid = sum->trap_scale.mid;
+
+	if (lo)
+		*lo = fmax(0, total + (sum->trap_scale.lo - mid) * traps);
+	if (hi)
+		*hi = total + (sum->trap_scale.hi - mid) * traps;
+}
+
 double windows__overhead(struct windows *w, const uint64_t cost_ns[CG__COUNT], const struct governor *gv,
-			 double elapsed)
+			 double elapsed, double *lo, double *hi)
 {
 	struct windows_summary sum;
-	double probes, always;
+	double probes, always, total;
 
 	cost_parts(w, cost_ns, gv, elapsed, &sum, &probes, &always);
-	return probes + always + gv->cpu_cost;
+	total = probes + always + gv->cpu_cost;
+	if (lo)
+		*lo = total;
+	if (hi)
+		*hi = total;
+	if (w)
+		traps_range(&sum, elapsed, total, lo, hi);
+	return total;
 }
 
 void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const struct governor *gv,
 		       struct profile *prof, double budget_pct, const char *exact_why, double elapsed)
 {
 	struct windows_summary sum;
-	char duty[256], traps[96] = "calibrated";
-	double probes, always, total;
+	char duty[256], traps[96] = "calibrated", range[128] = "";
+	double probes, always, total, lo = 0, hi = 0;
 
 	windows__duty_text(gv, duty, sizeof(duty));
 	cost_parts(w, cost, gv, elapsed, &sum, &probes, &always);
@@ -175,14 +194,24 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 	if (w && sum.trap_ticks >= EST_TRAPS_MIN_TICKS)
 		snprintf(traps, sizeof(traps), "calibrated, and timed in the job by the kernel's ticks at x%.2f",
 			 sum.trap_scale.mid);
+	/* The traps' multiple is known only within its range: so is the cost (a trap's
+	 * real cost was 1.5-2.2 times its calibration in a 4 us spin loop here). */
+	if (w) {
+		traps_range(&sum, elapsed, total, &lo, &hi);
+		if (hi - lo > 0.001 * total)
+			snprintf(range, sizeof(range),
+				 " (%.3g-%.3g%% with the traps at x%.2f-x%.2f their calibration%s)", 100 * lo, 100 * hi,
+				 sum.trap_scale.lo, sum.trap_scale.hi,
+				 sum.trap_ticks >= EST_TRAPS_MIN_TICKS ? ", as timed" : ": too few ticks to time them");
+	}
 	profile__add_comment(
 	    prof,
-	    "cuda cost: estimated overhead %.3g%% of the busiest target thread: probe hits %.3g%% (their programs "
+	    "cuda cost: estimated overhead %.3g%%%s of the busiest target thread: probe hits %.3g%% (their programs "
 	    "timed in the job, plus traps of %.2f us at entry and %.2f us at return, %s), %" PRIu64
 	    " windows opened and closed (%.2f us each with its first hit, counted with the hits), groups never "
 	    "windowed %.3g%%, CPU sampling %.3g%% (%.2f us a sample); planned %.3g%%; a traced call costs %.2f us "
 	    "on gpubpf's own calibration call",
-	    100 * total, 100 * probes, gv->trap_entry * 1e6, gv->trap_return * 1e6, traps, sum.windows,
+	    100 * total, range, 100 * probes, gv->trap_entry * 1e6, gv->trap_return * 1e6, traps, sum.windows,
 	    governor__window_cost(gv) * 1e6, 100 * always, 100 * gv->cpu_cost, gv->sample_cost * 1e6,
 	    100 * governor__overhead(gv), gv->cost_per_hit * 1e6);
 }
