@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Device-side time from the injection library (userspace/inject/), joined to the CPU
  * stacks that launched it. Two USDT probes carry the data:
- *   launch(corr, cbinfo)  on the launching thread, inside the API call: the user stack
- *                         is captured here and kept under (tgid, correlation id);
+ *   launch(corr, cbinfo, win)  on the launching thread, inside the API call: the user
+ *                         stack is captured here and kept under (tgid, correlation id),
+ *                         with the device-time window it was followed in;
  *   records(batch)        once per batch of completed activity: the records are read
  *                         from the target here, each joined to its launch stack on the
  *                         correlation id, and summed per (stack, kernel, device, stream,
@@ -43,6 +44,15 @@ struct {
 	__type(key, struct dev_launch_key);
 	__type(value, struct dev_launch);
 } launches SEC(".maps");
+
+/* Each thread's launches per device-time window (struct dev_run): LRU, read at the drains
+ * of the window's records. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct dev_run_key);
+	__type(value, struct dev_run);
+} dev_runs SEC(".maps");
 
 struct dev_counts {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -112,17 +122,57 @@ static __always_inline void stat_inc(__u32 idx)
 		*v += 1;
 }
 
+static __always_inline __u64 task_nvcsw(void)
+{
+	void *task = (void *)bpf_get_current_task();
+	__u64 n = 0;
+
+	if (task_off.nvcsw)
+		bpf_probe_read_kernel(&n, sizeof(n), task + task_off.nvcsw);
+	return n;
+}
+
+/* A launch followed in device-time window WIN by TID: its run since it last slept. */
+static __always_inline void count_run(__u32 tgid, __u32 tid, __u32 win)
+{
+	struct dev_run_key rk = {.tgid = tgid, .tid = tid, .window = win};
+	struct dev_run *r, init = {};
+	__u64 now = bpf_ktime_get_ns(), nv = task_nvcsw();
+
+	r = bpf_map_lookup_elem(&dev_runs, &rk);
+	if (!r) {
+		init.nvcsw = nv;
+		init.run_start = now;
+		bpf_map_update_elem(&dev_runs, &rk, &init, BPF_ANY);
+		r = bpf_map_lookup_elem(&dev_runs, &rk);
+		if (!r)
+			return;
+	}
+	/* A new run after a sleep, not after a lock's short wait: a thread that waits on
+	 * another's lock is slowed as much as by its own launches. */
+	if (!r->run_n || (nv != r->nvcsw && now - r->last > DEV_RUN_GAP_NS)) {
+		r->run_n = 0;
+		r->run_start = now;
+	}
+	r->nvcsw = nv;
+	r->n++;
+	r->run_n++;
+	r->last = now;
+}
+
 SEC("usdt")
-int BPF_USDT(dev_launch, __u32 corr, __u32 cbinfo)
+int BPF_USDT(dev_launch, __u32 corr, __u32 cbinfo, __u32 win)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	struct dev_launch_key k = {.tgid = tgid, .corr = corr};
-	struct dev_launch v = {.tid = tid, .cbinfo = cbinfo};
+	struct dev_launch v = {.tid = tid, .cbinfo = cbinfo, .window = win & ~DEV_WIN_NESTED};
 	long id;
 
 	if (!is_target(tgid))
 		return 0;
+	if (v.window && v.window != DEV_WIN_MEASURE && !(win & DEV_WIN_NESTED))
+		count_run(tgid, tid, v.window);
 	/* The probe sits mid-function in the library's callback, whose frame is set up:
 	 * the frame-pointer walk misses no caller here (unlike at a function entry). */
 	id = bpf_get_stackid(ctx, &launch_stacks, BPF_F_USER_STACK);
@@ -139,6 +189,14 @@ int BPF_USDT(dev_launch, __u32 corr, __u32 cbinfo)
 
 		trace_out(DEV_TR_LAUNCH, tgid, tid, cbinfo, bpf_ktime_get_ns(), &r);
 	}
+	return 0;
+}
+
+/* A device-time window opened (the library's watcher thread). Attached only by sessions
+ * that want device time in windows: its semaphore is how the library learns it at attach. */
+SEC("usdt")
+int BPF_USDT(dev_windows, __u32 id, __u32 k)
+{
 	return 0;
 }
 
@@ -188,6 +246,7 @@ static int one_record(__u32 i, struct rec_ctx *c)
 		key.cbinfo = l->cbinfo;
 		key.pystack = l->pystack;
 		key.names = l->names;
+		key.window = l->window;
 	} else {
 		/* Counted anyway (under "[stack lost]"): device time is not thrown away. */
 		key.ustack = -1;

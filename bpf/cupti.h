@@ -10,12 +10,16 @@
 #endif
 
 /* USDT provider and probes of libgpubpf_inject.so (provider "gpubpf"):
- *   launch(corr, cbinfo)       API callback of a sampled launch/copy, on the launching thread
+ *   launch(corr, cbinfo, win)  API callback of a followed launch/copy, on the launching
+ *                              thread; win: its device-time window (struct dev_win id), 0 none
  *   records(batch)             one completed batch (struct dev_batch) of sampled activity
  *   name(id, str)              a kernel or API function name, once per name and attach
  *   kname(handle, str)         the kernel a launch handle stands for (CUPTI's symbolName),
  *                              once per handle and attach
  *   status(code, text, cfg)    the library's state changed (enum dev_status); cfg: its config
+ *   windows(id, k)             a device-time window opened; attached by a session that wants
+ *                              device time in windows, which the library reads off its
+ *                              semaphore when it attaches
  * Each has a semaphore (gpubpf_<probe>_semaphore): the kernel counts attached uprobes in it,
  * and the library is attached exactly while launch's and records' are non-zero. */
 #define DEV_PROVIDER "gpubpf"
@@ -94,17 +98,97 @@ enum dev_status {
 	DEV_ST_SYNTHETIC = 5,	     /* test mode: attached without CUPTI (tests/workloads/inject) */
 };
 
-/* The library's sampling settings, at the address status() passes; gpubpf may write it
- * (process_vm_writev) while attached. Read by the library a few times a second. */
+/* Device time in windows (issue 13): CUPTI's activity, once on, costs every launch
+ * whether it is followed or not, so under a budget the library turns activity and its
+ * callbacks on only in windows, one a period, its slot drawn at random (as the probe
+ * groups' windows, userspace/trace/estimate.h): the period is cut into k slots and one
+ * is drawn, so every instant is observed with probability 1/k and a record of a launch in
+ * that window counts k. gpubpf plans the duty with its governor, from the cost per launch
+ * the library measured in the job at attach (struct dev_costs), and writes it into the
+ * config; the library runs the windows on its watcher thread and keeps their books in
+ * the config's ring, which gpubpf reads every tick. */
+#define DEV_WIN_RING 64
+#define DEV_MODE_ALWAYS 0  /* follow while attached (exact, and the library's default) */
+#define DEV_MODE_WINDOWS 1 /* measure the cost, then activity and callbacks only in windows */
+
+/* launch()'s win of the driver call inside a followed runtime call (not counted again) */
+#define DEV_WIN_NESTED 0x80000000u
+/* launch()'s win while the cost is measured: the probe's cost is part of what is timed, and
+ * these launches' records are not counted (no window's weight is theirs) */
+#define DEV_WIN_MEASURE 0x7fffffffu
+
+/* A thread's launches in a device-time window (BPF, per (tgid, tid, window)): a thread
+ * that launches again as soon as it can makes fewer launches while CUPTI slows each one,
+ * and the window would under-count it; the launches pushed past the window's end are
+ * added back (estimate.h's est_run_delay) from its run since it last slept. */
+#define DEV_RUN_GAP_NS 200000 /* a thread that slept this long between launches made its delay up */
+struct dev_run_key {
+	__u32 tgid;
+	__u32 tid;
+	__u32 window;
+	__u32 pad;
+};
+
+struct dev_run {
+	__u32 n;	 /* outermost launch and copy calls followed in the window */
+	__u32 run_n;	 /* ... since the thread last slept (DEV_RUN_GAP_NS and a voluntary switch) */
+	__u64 nvcsw;	 /* its voluntary context switches at the last one */
+	__u64 run_start; /* bpf_ktime_get_ns() of the run's first */
+	__u64 last;	 /* ... and of the last */
+};
+
+/* One window as the library ran it, at ring[id % DEV_WIN_RING]. */
+struct dev_win {
+	__u32 id;	 /* 1, 2, ... per attach; 0: empty */
+	__u32 k;	 /* slots its period was cut into: observed with probability 1/k */
+	__u64 period;	 /* its period: slot_open / period_ns */
+	__u64 slot_open; /* the slot drawn, CLOCK_MONOTONIC ns */
+	__u64 slot_close;
+	__u64 open;	 /* when activity and callbacks were on (the watcher wakes late at times) */
+	__u64 close;	 /* ... and off again; 0 while open */
+	__u64 launches;	 /* launch and copy calls followed in it */
+	__u64 switch_ns; /* the watcher's time turning it on and off */
+};
+
+/* What device time costs a launch, measured in the job when windows are first asked for:
+ * the library times the launch calls (outermost API enter to exit, in its callbacks)
+ * while it turns activity on and off every few milliseconds, callbacks on throughout, and
+ * follows the launches of the "on" halves as a window would (the launch probe's trap,
+ * stack walk and Python frames as they cost in this job). */
+struct dev_costs {
+	__u32 state;	     /* DEV_COST_* */
+	__u32 calls;	     /* launch calls timed, both halves */
+	__u64 on_ns;	     /* a launch call with activity on and followed (mean, the slowest tenth left out) */
+	__u64 off_ns;	     /* ... with activity off, callbacks on, not followed */
+	__u64 callback_ns;   /* the library's own callbacks, per launch call, in the "off" halves */
+	__u64 switch_ns;     /* turning activity and callbacks on and off once (the watcher's) */
+	__u64 started, done; /* CLOCK_MONOTONIC ns: the measurement's span */
+};
+#define DEV_COST_NONE 0
+#define DEV_COST_MEASURING 1
+#define DEV_COST_DONE 2
+#define DEV_COST_IDLE 3 /* too few launches to time: windows run at the planned duty, measured again later */
+
+/* The library's sampling settings, at the address status() passes; gpubpf writes the part
+ * before `written` (process_vm_writev) while attached and reads the rest every tick. */
 #define DEV_CONFIG_MAGIC 0x67626366u /* "gbcf" */
+#define DEV_CONFIG_VERSION 2
 struct dev_config {
 	__u32 magic;
 	__u32 version;
-	__u32 max_rate;	 /* sampled launches+copies per second; 0: follow every one */
-	__u32 window_ms; /* sampling windows: window_ms of every period_ms (window >= period: always) */
-	__u32 period_ms;
-	__u32 seq; /* bumped by each write */
+	__u32 max_rate;	 /* DEV_MODE_ALWAYS: followed launches+copies per second; 0: every one */
+	__u32 window_ms; /* unused since version 2 (the duty says it) */
+	__u32 period_ms; /* DEV_MODE_WINDOWS: one window per period */
+	__u32 seq;	 /* bumped by each write */
+	__u32 mode;	 /* DEV_MODE_* */
+	__u32 duty_ppm;	 /* DEV_MODE_WINDOWS: the planned duty, parts per million (0: none yet) */
+	/* the library's part */
+	__u32 written;	/* end of gpubpf's part */
+	__u32 win_next; /* the id of the next window */
+	struct dev_costs cost;
+	struct dev_win win[DEV_WIN_RING];
 };
+#define DEV_CONFIG_GPUBPF_PART 32 /* offsetof(struct dev_config, written) */
 
 /* BPF -> userspace ring buffer events (rare: names and status changes). */
 enum dev_event_type {
@@ -152,7 +236,7 @@ struct dev_key {
 	__u32 graph_id;
 	__s32 pystack; /* the launch's Python frames (bpf/python.bpf.h), or -1 */
 	__u32 names;   /* the launching thread's names then (struct comm_key) */
-	__u32 pad;
+	__u32 window;  /* the device-time window of its launch (struct dev_win id), 0: none */
 };
 
 struct dev_val {
@@ -182,7 +266,7 @@ struct dev_launch {
 	__u32 cbinfo;
 	__s32 pystack; /* -1: none */
 	__u32 names;
-	__u32 pad;
+	__u32 window; /* struct dev_win id, 0: not windowed */
 };
 
 #endif /* GPUBPF_CUPTI_H */

@@ -126,12 +126,12 @@ check_synth() {
 		return
 	}
 	qexpect "$p:kernel_a-time-under-site" "${S[kernel_a_ns]}" sum "$K" --leaf 'kernel_a' --api cudaLaunchKernel --under site_kernel_a --label cuda_device=0 --label cuda_stream=7
-	qexpect "$p:kernel_b-time-under-site" "${S[kernel_b_ns]}" sum "$K" --leaf 'test::kernel_b' --api cuLaunchKernel --caller site_kernel_b --under main --label cuda_device=1 --label cuda_stream=9
-	qexpect "$p:graph-kernels-time" "${S[graph_ns]}" sum "$K" --leaf graph_node_kernel --api cudaGraphLaunch --caller site_graph --label cuda_graph=42
+	qexpect "$p:kernel_b-time-under-site" "${S[kernel_b_ns]}" sum "$K" --leaf 'test::kernel_b' --api cuLaunchKernel --under site_kernel_b --under main --label cuda_device=1 --label cuda_stream=9
+	qexpect "$p:graph-kernels-time" "${S[graph_ns]}" sum "$K" --leaf graph_node_kernel --api cudaGraphLaunch --under site_graph --label cuda_graph=42
 	qexpect "$p:graph-label-only-on-graph" "${S[graph_ns]}" sum "$K" --label cuda_graph=42
 	qexpect "$p:kernel-time-total" "${S[total_kernel_ns]}" sum "$K"
-	qexpect "$p:htod-time" "${S[htod_ns]}" sum "$M" --leaf '[memcpy HtoD]' --api cudaMemcpyAsync --caller site_copies --under main
-	qexpect "$p:memset-time" "${S[memset_ns]}" sum "$M" --leaf '[memset]' --api cudaMemsetAsync --caller site_copies
+	qexpect "$p:htod-time" "${S[htod_ns]}" sum "$M" --leaf '[memcpy HtoD]' --api cudaMemcpyAsync --under site_copies --under main
+	qexpect "$p:memset-time" "${S[memset_ns]}" sum "$M" --leaf '[memset]' --api cudaMemsetAsync --under site_copies
 	qexpect "$p:copy-time-total" "${S[total_copy_ns]}" sum "$M"
 	qexpect "$p:no-lost-stacks" 0 sum "$K" --leaf '[stack lost]'
 	qexpect "$p:no-library-frames" 0 sum "$K" --under 'fire_launch'

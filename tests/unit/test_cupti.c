@@ -13,8 +13,9 @@ static uint32_t last_corr, last_cbinfo, last_name_id;
 static char last_name[64];
 static struct dev_counters last_ctr;
 
-static void rec_launch(uint32_t corr, uint32_t cbinfo)
+static void rec_launch(uint32_t corr, uint32_t cbinfo, uint32_t win)
 {
+	(void)win;
 	nlaunch++;
 	last_corr = corr;
 	last_cbinfo = cbinfo;

@@ -160,6 +160,31 @@ TEST(guard_and_saturation)
 	CHECK(!governor__guard(&g, 0, 1e9, 0.01));
 }
 
+/* Device time: a group of its own with its own window cost (the library's switches, not
+ * the probes'), planned from the worst case it costs a thread while on; before a library
+ * measured it, it takes nothing from the others. */
+TEST(device_group_fixed_cost)
+{
+	struct governor g = gov();
+
+	g.ngroups = 2;
+	g.window_cost = 100e-6;
+	g.g[1].name = "device time";
+	g.g[1].always = true; /* no library yet: costs nothing, takes nothing */
+	governor__observe(&g, 0, 0.5, 0.5, 100000, 1);
+	governor__plan(&g);
+	CHECK(NEAR(g.g[0].duty, (0.0095 - 100e-6) / 0.5, 1e-9));
+	/* measured: CUPTI costs 40% of a thread that only launches; 20 us a window */
+	g.g[1].always = false;
+	g.g[1].measured = true;
+	g.g[1].util = g.g[1].util_all = 0.4;
+	g.g[1].fixed = 20e-6;
+	governor__plan(&g);
+	CHECK(NEAR(g.g[0].duty, (0.0095 / 2 - 100e-6) / 0.5, 1e-9));
+	CHECK(NEAR(g.g[1].duty, (0.0095 / 2 - 20e-6) / 0.4, 1e-9));
+	CHECK(NEAR(governor__overhead(&g), 0.01, 1e-9));
+}
+
 int main(int argc, char **argv)
 {
 	T_BEGIN(argv);
@@ -171,5 +196,6 @@ int main(int argc, char **argv)
 	RUN(unknown_and_exact);
 	RUN(observe_smoothing);
 	RUN(guard_and_saturation);
+	RUN(device_group_fixed_cost);
 	return T_END();
 }

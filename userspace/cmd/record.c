@@ -152,6 +152,12 @@ static void print_summary(struct engine *e, const char *gpu_summary)
 			fprintf(stderr, " in windows (%s; estimates scaled)", duty);
 		{
 			double lo, hi, mid = windows__overhead(e->win, e->gcost, &e->gov, e->elapsed, &lo, &hi);
+			double dev = cupti__overhead(e->cupti, e->elapsed, NULL);
+
+			/* device time in windows: its measured cost per launch, counted the same */
+			mid += dev;
+			lo += dev;
+			hi += dev;
 
 			fprintf(stderr, ", overhead ~%.2g%%", 100 * mid);
 			if (hi - lo > 0.1 * mid)
@@ -295,7 +301,7 @@ int record__main(int argc, char **argv)
 	}
 	set_main_mapping(s);
 	add_comments(&e);
-	cupti__add_comments(e.cupti);
+	cupti__add_comments(e.cupti, e.elapsed);
 	cupti__summary(e.cupti, gpu_summary, sizeof(gpu_summary));
 
 	err = outfile__write(o.output, write_cb, &w);

@@ -12,6 +12,9 @@ struct inj_backend {
 	int (*attach)(struct inj_state *s, char *why, size_t len);
 	void (*detach)(void);
 	void (*flush)(void); /* deliver completed records now */
+	/* While attached: callbacks (INJ_CB) and activity (INJ_ACT) on or off, for device
+	 * time in windows (devwin.c). Attach turns both on. */
+	void (*set)(int want);
 };
 
 extern const struct inj_backend inj_cupti_backend;

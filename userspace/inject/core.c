@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,15 +36,23 @@ EXPORT volatile unsigned short gpubpf_records_semaphore __attribute__((section("
 EXPORT volatile unsigned short gpubpf_name_semaphore __attribute__((section(".probes")));
 EXPORT volatile unsigned short gpubpf_status_semaphore __attribute__((section(".probes")));
 EXPORT volatile unsigned short gpubpf_kname_semaphore __attribute__((section(".probes")));
+EXPORT volatile unsigned short gpubpf_windows_semaphore __attribute__((section(".probes")));
 
 /* Sampling settings; gpubpf may overwrite them while attached (bpf/cupti.h). */
 EXPORT struct dev_config gpubpf_inject_config = {
     .magic = DEV_CONFIG_MAGIC,
-    .version = 1,
+    .version = DEV_CONFIG_VERSION,
     .max_rate = 1000,
     .window_ms = 1000,
     .period_ms = 1000,
+    .mode = DEV_MODE_ALWAYS,
+    .written = DEV_CONFIG_GPUBPF_PART,
 };
+_Static_assert(offsetof(struct dev_config, written) == DEV_CONFIG_GPUBPF_PART, "gpubpf writes this much");
+
+/* Device time in windows (devwin.c), and what the backend has on now. */
+static struct inj_sched sched;
+static int backend_on;
 
 struct inj_state inj;
 static const struct inj_backend *backend = &inj_cupti_backend;
@@ -57,9 +66,9 @@ static pthread_mutex_t backend_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The probes. Arguments are plain integers and pointers: BPF reads them from registers
  * (libbpf's USDT argument specs), and reads what pointers point to with bounded reads. */
-static void fire_launch(uint32_t corr, uint32_t cbinfo)
+static void fire_launch(uint32_t corr, uint32_t cbinfo, uint32_t win)
 {
-	DTRACE_PROBE2(gpubpf, launch, corr, cbinfo);
+	DTRACE_PROBE3(gpubpf, launch, corr, cbinfo, win);
 }
 
 static void fire_batch(const struct dev_batch *b)
@@ -80,6 +89,12 @@ static void fire_kname(uint64_t handle, const char *name)
 		DTRACE_PROBE2(gpubpf, kname, handle, name);
 }
 
+static void fire_windows(uint32_t id, uint32_t k)
+{
+	if (gpubpf_windows_semaphore)
+		DTRACE_PROBE2(gpubpf, windows, id, k);
+}
+
 static void fire_status(void)
 {
 	if (gpubpf_status_semaphore)
@@ -93,12 +108,12 @@ static const struct inj_ops usdt_ops = {
     .kname = fire_kname,
 };
 
-static double mono_ms(void)
+static uint64_t mono_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static bool session_present(void)
@@ -110,7 +125,11 @@ static bool session_present(void)
  * interval. A random 1-in-N keeps the estimate (seen/sampled x sampled time) unbiased. */
 static void plan_sampling(double now_ms, double *last_ms, uint64_t *last_seen)
 {
-	struct dev_config cfg = gpubpf_inject_config; /* one read: gpubpf may be writing it */
+	volatile struct dev_config *vc = &gpubpf_inject_config;
+	struct dev_config cfg = {.magic = vc->magic,
+				 .max_rate = vc->max_rate,
+				 .window_ms = vc->window_ms,
+				 .period_ms = vc->period_ms}; /* gpubpf may be writing it */
 	uint64_t seen = __atomic_load_n(&inj.ctr.launches_seen, __ATOMIC_RELAXED) +
 			__atomic_load_n(&inj.ctr.copies_seen, __ATOMIC_RELAXED);
 	double dt = (now_ms - *last_ms) / 1e3;
@@ -149,15 +168,50 @@ static bool attached(void)
 	return state == DEV_ST_ATTACHED || state == DEV_ST_SYNTHETIC;
 }
 
-/* Under backend_lock. */
+/* Under backend_lock. A new session starts as the library always did (everything
+ * followed: an exact session, a program shorter than gpubpf's first look) until it asks
+ * for windows; the cost is measured again for it. */
 static void attach_now(void)
 {
+	volatile struct dev_config *cfg = &gpubpf_inject_config;
 	char why[200] = "";
 	int st;
 
 	inj_new_epoch(&inj);
+	/* A session that wants windows attached the windows probe before launch's. */
+	cfg->mode = gpubpf_windows_semaphore ? DEV_MODE_WINDOWS : DEV_MODE_ALWAYS;
+	cfg->duty_ppm = 0;
+	memset((void *)&cfg->cost, 0, sizeof(cfg->cost));
+	memset((void *)cfg->win, 0, sizeof(cfg->win));
+	memset(&sched, 0, sizeof(sched));
+	/* in windows, nothing is followed before the first window opens */
+	inj.windowed = cfg->mode == DEV_MODE_WINDOWS;
+	inj.win_id = 0;
+	backend_on = INJ_CB | INJ_ACT;
 	st = backend->attach(&inj, why, sizeof(why));
 	set_state(st, why);
+}
+
+/* Under backend_lock, attached: the windows' step (devwin.c). Returns when to look again. */
+static uint64_t schedule(uint64_t now)
+{
+	static uint32_t announced;
+	uint64_t wake, t1 = now;
+	int want = inj_sched_step(&sched, &inj, &gpubpf_inject_config, now, &wake);
+
+	if (want != backend_on && backend->set) {
+		backend->set(want);
+		if ((want ^ backend_on) & INJ_CB)
+			__atomic_add_fetch(&inj.cb_gen, 1, __ATOMIC_ACQ_REL);
+		backend_on = want;
+		t1 = mono_ns();
+	}
+	inj_sched_switched(&sched, &inj, &gpubpf_inject_config, want, now, t1);
+	if (inj.win_id && inj.win_id != announced) {
+		announced = inj.win_id;
+		fire_windows(announced, gpubpf_inject_config.win[announced % DEV_WIN_RING].k);
+	}
+	return wake;
 }
 
 /* One look at the semaphores; the watcher calls it a few times a second. */
@@ -174,6 +228,9 @@ static void watch_once(double now, double *last_plan, uint64_t *last_seen, doubl
 	} else if (!present && state != DEV_ST_IDLE) {
 		if (attached())
 			backend->detach();
+		inj.windowed = false;
+		inj.win_id = 0;
+		__atomic_store_n(&inj.timing.on, false, __ATOMIC_RELEASE);
 		set_state(DEV_ST_IDLE, "no gpubpf session");
 	}
 	pthread_mutex_unlock(&backend_lock);
@@ -196,8 +253,8 @@ static void watch_once(double now, double *last_plan, uint64_t *last_seen, doubl
 
 static void *watcher(void *arg)
 {
-	double last_plan = 0, last_flush = 0;
-	uint64_t last_seen = 0;
+	double last_plan = 0, last_flush = 0, last_look = 0;
+	uint64_t last_seen = 0, wake = 0;
 	bool status_seen = false;
 	sigset_t all;
 
@@ -207,11 +264,27 @@ static void *watcher(void *arg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	prctl(PR_SET_NAME, "gpubpf-inject");
 	for (;;) {
-		/* 100 ms attached (timely records, windows), 250 ms idle (a few reads a second). */
-		struct timespec ts = {0, (state == DEV_ST_IDLE ? 250 : 100) * 1000000L};
+		/* A look every 100 ms attached (timely records), 250 ms idle (a few reads a
+		 * second); in between, the windows' switches on time. */
+		uint64_t now = mono_ns(), next = now + (state == DEV_ST_IDLE ? 250 : 100) * 1000000ull;
+		struct timespec ts;
 
-		nanosleep(&ts, NULL);
-		watch_once(mono_ms(), &last_plan, &last_seen, &last_flush, &status_seen);
+		if (wake > now && wake < next)
+			next = wake;
+		ts.tv_sec = (time_t)(next / 1000000000ull);
+		ts.tv_nsec = (long)(next % 1000000000ull);
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+		now = mono_ns();
+		if ((double)now / 1e6 - last_look >= 95 || !attached()) {
+			last_look = (double)now / 1e6;
+			watch_once(last_look, &last_plan, &last_seen, &last_flush, &status_seen);
+		}
+		wake = 0;
+		pthread_mutex_lock(&backend_lock);
+		if (attached() && !exiting)
+			wake = schedule(mono_ns());
+		pthread_mutex_unlock(&backend_lock);
 	}
 	return NULL;
 }
@@ -251,6 +324,8 @@ static int start(void)
 	if (session_present()) {
 		pthread_mutex_lock(&backend_lock);
 		attach_now();
+		if (attached())
+			schedule(mono_ns()); /* in windows: off until the first one */
 		pthread_mutex_unlock(&backend_lock);
 	}
 	atexit(at_exit);

@@ -32,12 +32,11 @@
 #include <cupti.h> /* with generated_cuda_meta.h and ..._runtime_api_meta.h: the params */
 
 #include "backend.h"
+#include "cupti_int.h"
 
 #ifndef INJ_CUPTI_LIB
 #define INJ_CUPTI_LIB "libcupti.so.13"
 #endif
-
-#define CBID_MAX 1024
 
 /* Bounded buffers: at most POOL_N buffers are in CUPTI's hands; when all are, CUPTI drops
  * records (and counts them) rather than gpubpf growing the job's memory. */
@@ -50,7 +49,7 @@ static CUpti_SubscriberHandle subscriber;
 static bool subscribed, activity_on;
 static bool job_cupti; /* the CUPTI is the one the job loaded itself */
 static int finalize_pending;
-static uint8_t cb_class[3][CBID_MAX]; /* [domain][cbid]: enum inj_api_class */
+uint8_t inj_cb_class[3][CBID_MAX]; /* [domain][cbid]: enum inj_api_class */
 
 static struct {
 	pthread_mutex_t lock;
@@ -97,9 +96,9 @@ static const char *result_str(CUptiResult r)
  * bpf_ktime_get_ns reads). The offset between the two is sampled at each completed
  * buffer, so a slewed clock does not drift the device tracks away from the CPU's. */
 static int64_t clock_offset;
-static uint64_t (*device_clock)(void);
+uint64_t (*inj_device_clock)(void);
 
-static uint64_t mono_ns(void)
+uint64_t inj_mono_ns(void)
 {
 	struct timespec ts;
 
@@ -114,9 +113,9 @@ static uint64_t cupti_clock(void)
 	return p_cuptiGetTimestamp && p_cuptiGetTimestamp(&t) == CUPTI_SUCCESS ? t : 0;
 }
 
-static void sample_clock(void)
+void inj_sample_clock(void)
 {
-	uint64_t t0 = mono_ns(), d = device_clock ? device_clock() : 0, t1 = mono_ns();
+	uint64_t t0 = inj_mono_ns(), d = inj_device_clock ? inj_device_clock() : 0, t1 = inj_mono_ns();
 
 	if (d)
 		clock_offset = (int64_t)(t0 / 2 + t1 / 2) - (int64_t)d;
@@ -142,7 +141,7 @@ static uint64_t to_mono(uint64_t t)
 		(a).graph_id = (x)->graphId;                                                                           \
 	} while (0)
 
-static void handle_record(const CUpti_Activity *r)
+void inj_handle_record(const CUpti_Activity *r)
 {
 	struct inj_activity a = {0};
 
@@ -213,10 +212,10 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 	size_t dropped = 0;
 
 	(void)size;
-	sample_clock();
+	inj_sample_clock();
 	if (valid > 0) {
 		while (p_cuptiActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS)
-			handle_record(r);
+			inj_handle_record(r);
 	}
 	inj_flush(&inj);
 	if (p_cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
@@ -270,7 +269,7 @@ static uint64_t launch_handle(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, c
 	return 0;
 }
 
-static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data)
+void CUPTIAPI inj_on_callback(void *userdata, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data)
 {
 	const CUpti_CallbackData *cb = data;
 	int cls;
@@ -289,7 +288,7 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain dom, CUpti
 		}
 		return;
 	}
-	cls = cb_class[dom][cbid];
+	cls = inj_cb_class[dom][cbid];
 	if (!cls)
 		return;
 	if (cb->callbackSite == CUPTI_API_ENTER) {
@@ -426,9 +425,9 @@ static int subscribe(char *why, size_t len)
 		    .oldSubscriberSize = sizeof(old),
 		};
 
-		r = p_cuptiSubscribe_v2(&subscriber, (CUpti_CallbackFunc)on_callback, NULL, &p);
+		r = p_cuptiSubscribe_v2(&subscriber, (CUpti_CallbackFunc)inj_on_callback, NULL, &p);
 	} else {
-		r = p_cuptiSubscribe(&subscriber, (CUpti_CallbackFunc)on_callback, NULL);
+		r = p_cuptiSubscribe(&subscriber, (CUpti_CallbackFunc)inj_on_callback, NULL);
 	}
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
 		snprintf(why, len, "another CUPTI subscriber is present%s%s%s", old[0] ? " (" : "", old,
@@ -486,7 +485,7 @@ static int cupti_attach(struct inj_state *s, char *why, size_t len)
 	st = load_cupti(why, len);
 	if (st)
 		return st;
-	device_clock = cupti_clock;
+	inj_device_clock = cupti_clock;
 	/* A detach whose cuptiFinalize never ran (no API call since): the subscription is
 	 * still ours. */
 	__atomic_store_n(&finalize_pending, 0, __ATOMIC_RELEASE);
@@ -515,7 +514,7 @@ static int cupti_attach(struct inj_state *s, char *why, size_t len)
 			if (p_cuptiGetCallbackName(doms[d], cbid, &name) != CUPTI_SUCCESS)
 				continue;
 			cls = inj_classify(name);
-			cb_class[doms[d]][cbid] = (uint8_t)cls;
+			inj_cb_class[doms[d]][cbid] = (uint8_t)cls;
 			if (cls && p_cuptiEnableCallback(1, subscriber, doms[d], cbid) == CUPTI_SUCCESS)
 				enabled++;
 		}
@@ -560,129 +559,44 @@ static void cupti_flush(void)
 		p_cuptiActivityFlushAll(0);
 }
 
+/* Device time in windows: activity on before the callbacks that follow launches, and off
+ * after them. Enabling CONCURRENT_KERNEL the first time generates CUPTI's instrumentation
+ * for the loaded modules (seconds in large jobs); attach did that once, so a window's
+ * switch only flips what is collected (its cost is timed: struct dev_win's switch_ns). */
+static void set_callbacks(bool on)
+{
+	static const CUpti_CallbackDomain doms[] = {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API};
+
+	for (size_t d = 0; d < 2; d++)
+		for (uint32_t cbid = 1; cbid < CBID_MAX; cbid++)
+			if (inj_cb_class[doms[d]][cbid])
+				p_cuptiEnableCallback(on, subscriber, doms[d], cbid);
+}
+
+static void cupti_set(int want)
+{
+	bool act = want & INJ_ACT, cb = want & INJ_CB;
+
+	if (!subscribed || __atomic_load_n(&finalize_pending, __ATOMIC_ACQUIRE))
+		return;
+	if (act && !activity_on) {
+		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+			p_cuptiActivityEnable(kinds[i]);
+		activity_on = true;
+	}
+	set_callbacks(cb);
+	if (!act && activity_on) {
+		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+			p_cuptiActivityDisable(kinds[i]);
+		activity_on = false;
+		/* the window's records on their way now, not at the next look */
+		p_cuptiActivityFlushAll(0);
+	}
+}
+
 const struct inj_backend inj_cupti_backend = {
     .attach = cupti_attach,
     .detach = cupti_detach,
     .flush = cupti_flush,
+    .set = cupti_set,
 };
-
-/* ---- the synthetic backend and test entry points -------------------------------------- */
-
-static bool synthetic_on;
-
-/* The synthetic "CUPTI clock" runs 1000 s ahead of CLOCK_MONOTONIC, so a timeline that
- * skipped the conversion would show it. */
-#define SYNTH_CLOCK_AHEAD 1000000000000ull
-
-static uint64_t synth_clock(void)
-{
-	return mono_ns() + SYNTH_CLOCK_AHEAD;
-}
-
-static int synth_attach(struct inj_state *s, char *why, size_t len)
-{
-	(void)s;
-	device_clock = synth_clock;
-	synthetic_on = true;
-	snprintf(why, len, "attached: synthetic records (test producer, no CUPTI)");
-	return DEV_ST_SYNTHETIC;
-}
-
-/* A buffer "CUPTI" holds until a forced flush (a detach): what a short program's
- * records are at its exit. */
-static const uint8_t *held_buf;
-static size_t held_len;
-
-static int walk_buffer(const uint8_t *buf, size_t valid);
-
-static void synth_detach(void)
-{
-	if (held_buf) {
-		walk_buffer(held_buf, held_len);
-		held_buf = NULL;
-	}
-	synthetic_on = false;
-	inj_flush(&inj);
-}
-
-static void synth_flush(void)
-{
-	inj_flush(&inj);
-}
-
-const struct inj_backend inj_synthetic_backend = {
-    .attach = synth_attach,
-    .detach = synth_detach,
-    .flush = synth_flush,
-};
-
-#define EXPORT __attribute__((visibility("default")))
-
-/* The synthetic backend's device clock: the producer stamps its records with it. */
-EXPORT uint64_t gpubpf_inject_test_clock(void)
-{
-	return synth_clock();
-}
-
-/* One API callback, as CUPTI would deliver it; the classification is the one attach
- * derives from cuptiGetCallbackName. Nothing happens while detached, like in production
- * where an idle library has no subscription. */
-EXPORT void gpubpf_inject_test_callback(uint32_t domain, uint32_t cbid, const CUpti_CallbackData *cb)
-{
-	if (!synthetic_on || domain > 2 || cbid >= CBID_MAX || !cb)
-		return;
-	cb_class[domain][cbid] = (uint8_t)inj_classify(cb->functionName);
-	on_callback(NULL, (CUpti_CallbackDomain)domain, cbid, cb);
-}
-
-static size_t record_size(uint32_t kind)
-{
-	switch (kind) {
-	case CUPTI_ACTIVITY_KIND_KERNEL:
-	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-		return sizeof(CUpti_ActivityKernel10);
-	case CUPTI_ACTIVITY_KIND_MEMCPY:
-		return sizeof(CUpti_ActivityMemcpy6);
-	case CUPTI_ACTIVITY_KIND_MEMSET:
-		return sizeof(CUpti_ActivityMemset4);
-	}
-	return 0;
-}
-
-/* A completed buffer of CUPTI records laid end to end (each 8-byte aligned), walked
- * here by size since there is no cuptiActivityGetNextRecord without CUPTI; each record
- * then takes the production path. Returns the records walked. */
-EXPORT int gpubpf_inject_test_buffer(const uint8_t *buf, size_t valid)
-{
-	if (!synthetic_on)
-		return 0;
-	return walk_buffer(buf, valid);
-}
-
-/* Hand "CUPTI" a buffer it keeps until it is forced to flush (the library's detach, at the
- * latest at exit). BUF must stay valid until then. */
-EXPORT void gpubpf_inject_test_hold(const uint8_t *buf, size_t valid)
-{
-	held_buf = buf;
-	held_len = valid;
-}
-
-static int walk_buffer(const uint8_t *buf, size_t valid)
-{
-	size_t off = 0;
-	int n = 0;
-
-	sample_clock();
-	while (off + sizeof(CUpti_Activity) <= valid) {
-		const CUpti_Activity *r = (const void *)(buf + off);
-		size_t sz = record_size(r->kind);
-
-		if (!sz || off + sz > valid)
-			break;
-		handle_record(r);
-		off += (sz + 7) & ~(size_t)7;
-		n++;
-	}
-	inj_flush(&inj);
-	return n;
-}

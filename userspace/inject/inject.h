@@ -39,7 +39,8 @@ struct inj_activity {
 
 /* Where records.c sends what it produced (the USDT probes, or a unit test's recorder). */
 struct inj_ops {
-	void (*launch)(uint32_t corr, uint32_t cbinfo);
+	/* WIN: the device-time window the launch was followed in (struct dev_win id), 0 none */
+	void (*launch)(uint32_t corr, uint32_t cbinfo, uint32_t win);
 	void (*batch)(const struct dev_batch *b);
 	void (*name)(uint32_t id, const char *name);
 	/* the kernel a launch handle (host stub, cudaKernel_t, CUfunction) stands for */
@@ -57,11 +58,32 @@ struct inj_name {
 	uint32_t epoch; /* announced in this attach generation */
 };
 
+#define INJ_TIMED_MAX 512 /* launch calls timed per half of the cost measurement */
+
+/* The cost measurement (struct dev_costs): launch calls timed in the callbacks while the
+ * watcher turns activity on and off. Written by launching threads with atomics. */
+struct inj_timing {
+	bool on;		       /* measuring */
+	bool activity;		       /* activity is on now (the half a call falls in) */
+	uint32_t gen;		       /* bumped at each switch: a call that spans one is not kept */
+	uint32_t n[2];		       /* calls kept, [activity off, on] */
+	uint32_t ns[2][INJ_TIMED_MAX]; /* their durations */
+	uint64_t cb_ns, cb_calls;      /* the library's time in its callbacks, and the calls */
+};
+
 struct inj_state {
 	struct inj_ops ops;
 	/* Sampling, set by the watcher: follow 1 in every_n calls while the window is open. */
 	uint32_t every_n;
 	bool window_open;
+	/* DEV_MODE_WINDOWS: launches are followed only in a window, and carry its id. */
+	bool windowed;
+	uint32_t win_id;
+	/* Bumped at each switch of callbacks: an API call whose enter came before one may
+	 * never see its exit callback (CUPTI stops calling back), so a later enter is not
+	 * nested in it. */
+	uint32_t cb_gen;
+	struct inj_timing timing;
 	uint32_t epoch;
 	uint32_t sampled[INJ_SAMPLED_SLOTS]; /* corr stored at corr % slots: "corr was followed" */
 	uint32_t api_epoch[INJ_API_SLOTS];
@@ -99,6 +121,46 @@ bool inj_is_sampled(const struct inj_state *s, uint32_t corr);
 int inj_add_activity(struct inj_state *s, const struct inj_activity *a);
 void inj_flush(struct inj_state *s);
 void inj_count_lost(struct inj_state *s, uint64_t n);
+
+/* ---- devwin.c: device time in windows (bpf/cupti.h, struct dev_config) ---- */
+
+/* What activity and callbacks should be: INJ_CB (callbacks), INJ_ACT (activity). */
+#define INJ_CB 1
+#define INJ_ACT 2
+
+#define INJ_SLICE_NS 4000000ull		/* the cost measurement turns activity on and off this often */
+#define INJ_MEASURE_NS 300000000ull	/* ... for at most this long */
+#define INJ_MEASURE_CALLS 256		/* ... or until each half has this many calls */
+#define INJ_MEASURE_MIN 16		/* fewer in a half: too few to say (DEV_COST_IDLE) */
+#define INJ_REMEASURE_NS 10000000000ull /* an idle measurement is tried again after this */
+#define INJ_MIN_SLOT_NS 2000000ull	/* the shortest window worth opening */
+
+/* The schedule of windows: its state lives in CFG (the config gpubpf reads) and S. */
+struct inj_sched {
+	uint64_t period;   /* the period whose window is planned (+1: none yet) */
+	uint32_t cur;	   /* ring index + 1 of the window planned or open, 0 none */
+	uint64_t rng;	   /* xorshift state for the slots */
+	uint64_t retry_at; /* DEV_COST_IDLE: measure again from here */
+};
+
+/* The watcher's step at NOW (CLOCK_MONOTONIC ns): the state activity and callbacks should
+ * be in (INJ_CB | INJ_ACT bits) and, in *WAKE, when to look again. CFG is read for the
+ * plan and written for the books. A mode other than DEV_MODE_WINDOWS returns INJ_CB|INJ_ACT. */
+int inj_sched_step(struct inj_sched *sc, struct inj_state *s, volatile struct dev_config *cfg, uint64_t now,
+		   uint64_t *wake);
+
+/* The watcher put activity and callbacks in state WANT between T0 and T1 (T0 == T1: they
+ * were already): launches are followed under the open window's id from here, and the
+ * switch's cost goes into its books. */
+void inj_sched_switched(struct inj_sched *sc, struct inj_state *s, volatile struct dev_config *cfg, int want,
+			uint64_t t0, uint64_t t1);
+
+/* Slots a period of PERIOD ns is cut into at duty PPM: ceil(1/d), none shorter than
+ * INJ_MIN_SLOT_NS. */
+uint32_t inj_slots(uint32_t ppm, uint64_t period);
+
+/* The mean of N durations, the slowest tenth left out (sorts them). */
+uint32_t inj_tmean(uint32_t *v, uint32_t n);
 
 /* CUpti_ActivityMemcpyKind -> DEV_DIR_*. */
 uint32_t inj_copy_dir(uint32_t cupti_kind);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "inject.h"
 
@@ -14,7 +15,22 @@ static __thread uint32_t tls_depth;
 static __thread bool tls_sampled;
 static __thread uint32_t tls_corr;
 static __thread uint32_t tls_domain, tls_cbid;
+static __thread uint32_t tls_win;
+static __thread uint32_t tls_cb_gen; /* inj_state.cb_gen at the outermost call's enter */
 static __thread uint64_t tls_rng;
+/* The cost measurement (devwin.c): the outermost launch call's start, and the half it
+ * started in (activity off or on) and that half's generation. */
+static __thread uint64_t tls_t0;
+static __thread uint32_t tls_gen;
+static __thread bool tls_act;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 enum inj_api_class inj_classify(const char *name)
 {
@@ -178,23 +194,50 @@ static void follow(struct inj_state *s, uint32_t domain, uint32_t cbid, uint32_t
 {
 	mark_sampled(s, corr);
 	announce_api(s, domain, cbid, func_name);
-	s->ops.launch(corr, DEV_CBINFO(domain, cbid));
+	s->ops.launch(corr, DEV_CBINFO(domain, cbid), tls_win);
+}
+
+/* The library's own time in a callback, while the cost is measured (in the "off" halves:
+ * an "on" half's include the launch probe, which the calls' times have). */
+static void time_callback(struct inj_state *s, uint64_t t0)
+{
+	if (t0 && !__atomic_load_n(&s->timing.activity, __ATOMIC_RELAXED)) {
+		__atomic_add_fetch(&s->timing.cb_ns, now_ns() - t0, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&s->timing.cb_calls, 1, __ATOMIC_RELAXED);
+	}
 }
 
 void inj_api_enter(struct inj_state *s, enum inj_api_class cls, uint32_t domain, uint32_t cbid, uint32_t corr,
 		   const char *func_name)
 {
-	uint32_t n;
+	bool timing = __atomic_load_n(&s->timing.on, __ATOMIC_ACQUIRE);
+	uint64_t t0 = timing ? now_ns() : 0;
+	uint32_t n, gen = __atomic_load_n(&s->cb_gen, __ATOMIC_ACQUIRE);
 
+	/* An enter after callbacks were switched off and on: the call this thread was in
+	 * lost its exit callback, and this one is not inside it. */
+	if (tls_depth > 0 && gen != tls_cb_gen) {
+		tls_depth = 0;
+		tls_sampled = false;
+		tls_t0 = 0;
+	}
 	if (tls_depth++ > 0) {
 		/* The driver call inside a followed runtime call: its records may carry this
 		 * inner correlation id, so it is followed under the same stack. */
 		if (tls_sampled && corr && corr != tls_corr) {
 			/* Named after the user's call (the outer one), announced already. */
 			mark_sampled(s, corr);
-			s->ops.launch(corr, DEV_CBINFO(tls_domain, tls_cbid));
+			s->ops.launch(corr, DEV_CBINFO(tls_domain, tls_cbid), tls_win ? tls_win | DEV_WIN_NESTED : 0);
 		}
+		time_callback(s, t0);
 		return;
+	}
+	tls_cb_gen = gen;
+	/* The outermost launch call, timed from here to its exit callback. */
+	tls_t0 = timing && cls != INJ_API_COPY ? t0 : 0;
+	if (tls_t0) {
+		tls_gen = __atomic_load_n(&s->timing.gen, __ATOMIC_ACQUIRE);
+		tls_act = __atomic_load_n(&s->timing.activity, __ATOMIC_ACQUIRE);
 	}
 	if (cls == INJ_API_COPY)
 		__atomic_add_fetch(&s->ctr.copies_seen, 1, __ATOMIC_RELAXED);
@@ -204,23 +247,55 @@ void inj_api_enter(struct inj_state *s, enum inj_api_class cls, uint32_t domain,
 	tls_corr = corr;
 	tls_domain = domain;
 	tls_cbid = cbid;
-	tls_sampled = corr && __atomic_load_n(&s->window_open, __ATOMIC_RELAXED) && (n <= 1 || rng_next() % n == 0);
-	if (!tls_sampled)
+	/* Windows: every call in one is followed, under its id; none outside (nor while the
+	 * cost is measured). Else 1 in every_n while the window is open. */
+	tls_win = __atomic_load_n(&s->win_id, __ATOMIC_ACQUIRE);
+	if (tls_t0 && tls_act)
+		tls_win = DEV_WIN_MEASURE; /* followed as in a window, so its cost is timed too */
+	if (s->windowed)
+		tls_sampled = corr && tls_win;
+	else
+		tls_sampled =
+		    corr && __atomic_load_n(&s->window_open, __ATOMIC_RELAXED) && (n <= 1 || rng_next() % n == 0);
+	if (!tls_sampled) {
+		time_callback(s, t0);
 		return;
+	}
 	if (cls == INJ_API_COPY)
 		__atomic_add_fetch(&s->ctr.copies_sampled, 1, __ATOMIC_RELAXED);
 	else
 		__atomic_add_fetch(&s->ctr.launches_sampled, 1, __ATOMIC_RELAXED);
 	follow(s, domain, cbid, corr, func_name);
+	time_callback(s, t0);
+}
+
+/* A timed launch call ended at T: kept in its half unless activity switched meanwhile. */
+static void timed_call(struct inj_state *s, uint64_t t)
+{
+	struct inj_timing *tm = &s->timing;
+	uint32_t i;
+
+	if (!__atomic_load_n(&tm->on, __ATOMIC_ACQUIRE) || __atomic_load_n(&tm->gen, __ATOMIC_ACQUIRE) != tls_gen ||
+	    t <= tls_t0 || t - tls_t0 > UINT32_MAX)
+		return;
+	i = __atomic_fetch_add(&tm->n[tls_act], 1, __ATOMIC_ACQ_REL);
+	if (i < INJ_TIMED_MAX)
+		__atomic_store_n(&tm->ns[tls_act][i], (uint32_t)(t - tls_t0), __ATOMIC_RELEASE);
 }
 
 void inj_api_exit(struct inj_state *s)
 {
-	(void)s;
+	uint64_t t0 = __atomic_load_n(&s->timing.on, __ATOMIC_ACQUIRE) ? now_ns() : 0;
+
 	if (tls_depth > 0)
 		tls_depth--;
-	if (tls_depth == 0)
+	if (tls_depth == 0) {
 		tls_sampled = false;
+		if (tls_t0 && t0)
+			timed_call(s, t0);
+		tls_t0 = 0;
+	}
+	time_callback(s, t0);
 }
 
 /* Under lock. A kernel name's id, announcing it once per attach generation. Keyed by

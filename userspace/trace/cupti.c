@@ -90,26 +90,6 @@ const char *cpt_get_str(const struct hmap *m, uint64_t a, uint64_t b, uint64_t c
 	return hmap__get(m, a, b, c, &v) ? (const char *)(uintptr_t)v : NULL;
 }
 
-/* Write the sampling settings into the library, at the address its status probe gave.
- * The address comes from the target: check that a config of ours is there first. */
-static void write_config(struct cupti_tracer *c, uint32_t tgid, uint64_t addr)
-{
-	struct dev_config cur, want;
-	struct iovec l = {&cur, sizeof(cur)}, r = {(void *)(uintptr_t)addr, sizeof(cur)};
-
-	if (!addr || process_vm_readv((pid_t)tgid, &l, 1, &r, 1, 0) != (ssize_t)sizeof(cur) ||
-	    cur.magic != DEV_CONFIG_MAGIC || cur.version != 1)
-		return;
-	want = cur;
-	want.max_rate = c->max_rate;
-	want.window_ms = 1000;
-	want.period_ms = 1000;
-	want.seq = cur.seq + 1;
-	l.iov_base = &want;
-	if (process_vm_writev((pid_t)tgid, &l, 1, &r, 1, 0) != (ssize_t)sizeof(want))
-		pr_debug("pid %u: cannot set the injection library's sampling: %s", tgid, strerror(errno));
-}
-
 const char *cpt_dir_frame(uint32_t dir)
 {
 	static const char *const names[] = {"[memcpy HtoH]", "[memcpy HtoD]",	 "[memcpy DtoH]",
@@ -193,7 +173,7 @@ static int on_event(void *ctx, void *data, size_t len)
 		if (e->id == DEV_ST_ATTACHED || e->id == DEV_ST_SYNTHETIC) {
 			/* "attached" stays true of it after it exits (and so goes idle) */
 			hmap__put(&c->tab, e->tgid, 0, HK_WAS_ON, 1);
-			write_config(c, e->tgid, e->addr);
+			cpt_win_attached(c, e->tgid, e->addr);
 		} else if (e->id != DEV_ST_IDLE)
 			pr_warn("pid %u: no device time: the injection library stays idle: %s", e->tgid, e->text);
 		break;
@@ -319,9 +299,10 @@ void cupti__free(struct cupti_tracer *c)
 	ring_buffer__free(c->rb);
 	hmap_for_each(&c->tab, e)
 	{
-		if (e->k[2] == HK_NAME || e->k[2] == HK_TEXT || e->k[2] == HK_RANGES)
+		if (e->k[2] == HK_NAME || e->k[2] == HK_TEXT || e->k[2] == HK_RANGES || e->k[2] == HK_WINT)
 			free((void *)(uintptr_t)e->val);
 	}
+	est_group_free(&c->est);
 	hmap__clear(&c->tab);
 	hmap__clear(&c->scanned);
 	cupti_bpf__destroy(c->skel);
@@ -333,8 +314,8 @@ void cupti__set_budget(struct cupti_tracer *c, double budget_pct, double cost_pe
 {
 	double r;
 
-	if (exact) {
-		c->max_rate = 0;
+	if (exact || c->win) {
+		c->max_rate = 0; /* every call, or every call in a window */
 		return;
 	}
 	if (cost_per_hit <= 0)
@@ -362,16 +343,21 @@ static void scan_object(void *ctx, int pid, int fd, const char *shown)
 		const char *name;
 		bool optional; /* libraries built before it lack it */
 	} probes[] = {
-	    {c->skel->progs.dev_name, "name", false},	  {c->skel->progs.dev_kname, "kname", true},
-	    {c->skel->progs.dev_status, "status", false}, {c->skel->progs.dev_records, "records", false},
-	    {c->skel->progs.dev_launch, "launch", false},
+	    {c->skel->progs.dev_name, "name", false},	    {c->skel->progs.dev_kname, "kname", true},
+	    {c->skel->progs.dev_status, "status", false},   {c->skel->progs.dev_windows, "windows", true},
+	    {c->skel->progs.dev_records, "records", false}, {c->skel->progs.dev_launch, "launch", false},
 	};
 	/* The kernel resolves this magic link to exactly the file objscan opened inside the
 	 * target's root. */
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
-		struct bpf_link *l =
-		    bpf_program__attach_usdt(probes[i].prog, attach_pid, path, DEV_PROVIDER, probes[i].name, NULL);
+		struct bpf_link *l;
+
+		/* windows: its semaphore tells the library at attach that this session wants
+		 * device time in windows (an exact one follows everything from the start) */
+		if (probes[i].prog == c->skel->progs.dev_windows && !c->win)
+			continue;
+		l = bpf_program__attach_usdt(probes[i].prog, attach_pid, path, DEV_PROVIDER, probes[i].name, NULL);
 
 		if (!l && probes[i].optional) {
 			pr_debug("pid %d: no %s probe in %s (an older library): %s", pid, probes[i].name, shown,

@@ -51,13 +51,24 @@ int cupti__drain(struct cupti_tracer *c, bool final);
  * (half the budget: CUPTI's own per-call cost is the other half). exact: every call. */
 void cupti__set_budget(struct cupti_tracer *c, double budget_pct, double cost_per_hit, bool exact);
 
+/* Device time in windows planned by W's governor (its "device time" group), one per PERIOD
+ * seconds, from the cost per launch each library measures in its job (the launch probe's
+ * included). W NULL: followed all the time (exact). Before the first target is found. */
+struct windows;
+void cupti__set_windows(struct cupti_tracer *c, struct windows *w, double period);
+
+/* What device time cost the targets' launching threads over ELAPSED seconds (a fraction),
+ * as estimated from the measured costs; PARTS (may be NULL): [launches followed, window
+ * switches, the cost measurement]. 0 without windows. */
+double cupti__overhead(struct cupti_tracer *c, double elapsed, double *parts);
+
 void cupti__stats(struct cupti_tracer *c, struct cupti_stats *out);
 
 /* NULL when device time was recorded; else why not, for the profile and the summary. */
 const char *cupti__unavailable_reason(struct cupti_tracer *c);
 
 /* The profile's "gpu: ..." comments, and the summary line's part (", device time ..."). */
-int cupti__add_comments(struct cupti_tracer *c);
+int cupti__add_comments(struct cupti_tracer *c, double elapsed);
 void cupti__summary(struct cupti_tracer *c, char *buf, size_t len);
 
 /* --trace: kernels and copies also go into T (not owned; at most MAX_EVENTS events in

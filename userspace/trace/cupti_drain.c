@@ -89,11 +89,34 @@ static int add_dev_sample(struct cupti_tracer *c, const struct dev_key *k, const
 	char kbuf[48], dbuf[16], sbuf[16], gbuf[16], *owned = NULL;
 	const char *name, *api;
 	int nleaf = 0, nextra = 0, n, trunc = 0, skip = 0, err;
-	double scale;
+	double scale, w = 0;
+	uint64_t period = 0;
 
 	SESSION_VALUES(values);
+	/* In windows: each record counts 1/p of its window (cupti_win.c). Otherwise the
+	 * followed share of a process's calls scales it (1 when every call is followed). */
+	/* The cost measurement's launches: no window's weight is theirs. */
+	if (k->window == DEV_WIN_MEASURE) {
+		c->measured_recs += v->count;
+		return 0;
+	}
+	if (c->win && k->window) {
+		struct est_delay d;
+
+		w = cpt_win_weight(c, k->tgid, k->tid, k->window, &period, &d);
+		if (w > 0) {
+			double est[3] = {k->kind == DEV_KERNEL ? (double)v->count : 0,
+					 k->kind == DEV_KERNEL ? (double)v->ns : 0,
+					 k->kind == DEV_KERNEL ? 0 : (double)v->ns};
+
+			cpt_win_add(c, period, w, &d, (double)v->count, est);
+			w *= d.mid;
+		} else {
+			c->unweighted += v->count;
+		}
+	}
 	if (k->kind == DEV_KERNEL) {
-		scale = p ? cupti__scale(p->ctr.launches_seen, p->ctr.launches_sampled) : 1;
+		scale = w > 0 ? w : c->win ? 1 : p ? cupti__scale(p->ctr.launches_seen, p->ctr.launches_sampled) : 1;
 		values[s->t_gpu_kernel_ns] = llround((double)v->ns * scale);
 		name = k->name_id ? cpt_get_str(&c->tab, k->tgid, k->name_id, HK_NAME) : NULL;
 		leaf[nleaf] = (struct prof_frame){.kind = PROF_FRAME_SYNTH, .addr = k->name_id};
@@ -109,7 +132,7 @@ static int add_dev_sample(struct cupti_tracer *c, const struct dev_key *k, const
 		c->kernels += v->count;
 		c->kernel_ns += v->ns;
 	} else {
-		scale = p ? cupti__scale(p->ctr.copies_seen, p->ctr.copies_sampled) : 1;
+		scale = w > 0 ? w : c->win ? 1 : p ? cupti__scale(p->ctr.copies_seen, p->ctr.copies_sampled) : 1;
 		values[s->t_gpu_memcpy_ns] = llround((double)v->ns * scale);
 		leaf[nleaf++] = (struct prof_frame){
 		    .kind = PROF_FRAME_SYNTH, .name = cpt_dir_frame(k->kind == DEV_MEMSET ? DEV_DIR_MEMSET : k->dir)};
@@ -182,8 +205,10 @@ int cupti__drain(struct cupti_tracer *c, bool final)
 
 	if (!c->skel)
 		return 0;
-	/* Names first: the records about to be drained may use them. */
+	/* Names first: the records about to be drained may use them; and the windows they
+	 * were seen in, with their weights. */
 	ring_buffer__consume(c->rb);
+	cpt_win_tick(c);
 	err = drain_buffer(c, stacks__flip(&c->skel->bss->buf_active));
 	if (!err && final) {
 		ring_buffer__consume(c->rb);
@@ -305,7 +330,7 @@ const char *cupti__unavailable_reason(struct cupti_tracer *c)
 	return c->reason;
 }
 
-int cupti__add_comments(struct cupti_tracer *c)
+int cupti__add_comments(struct cupti_tracer *c, double elapsed)
 {
 	const char *why = cupti__unavailable_reason(c);
 	struct cupti_stats st;
@@ -314,6 +339,21 @@ int cupti__add_comments(struct cupti_tracer *c)
 	if (why)
 		return profile__add_comment(c->s->prof, "gpu: device time unavailable: %s", why);
 	cupti__stats(c, &st);
+	if (c->win) {
+		cpt_win_comments(c, elapsed);
+		return profile__add_comment(
+		    c->s->prof,
+		    "gpu: device time from CUPTI (libgpubpf_inject.so) in %d of %d targets, in windows: %" PRIu64
+		    " kernels (%.3f ms), %" PRIu64 " copies/memsets (%.3f ms) measured, of %" PRIu64
+		    " launches and copies followed in %" PRIu64 " windows; each record counts 1/p of its window in "
+		    "gpu_kernel_time and gpu_memcpy_time (estimates of the whole recording); %" PRIu64
+		    " records of a window whose books were gone counted once, %" PRIu64
+		    " of the cost measurement's launches not counted, %" PRIu64 " lost, %" PRIu64
+		    " without a launch stack, %" PRIu64 " invalid",
+		    st.attached, st.objects, st.kernels, (double)st.kernel_ns / 1e6, st.copies,
+		    (double)st.copy_ns / 1e6, c->followed, c->windows, c->unweighted, c->measured_recs, st.lost,
+		    st.unjoined, st.invalid);
+	}
 	if (st.max_rate)
 		snprintf(rate, sizeof(rate), "at most %u/s", st.max_rate);
 	else
@@ -343,6 +383,7 @@ void cupti__summary(struct cupti_tracer *c, char *buf, size_t len)
 	cupti__stats(c, &st);
 	snprintf(buf, len, ", device time: %" PRIu64 " kernels %.3g ms, %" PRIu64 " copies %.3g ms%s", st.kernels,
 		 (double)st.kernel_ns / 1e6, st.copies, (double)st.copy_ns / 1e6,
-		 st.launches_sampled < st.launches_seen || st.copies_sampled < st.copies_seen ? " (sampled; scaled)"
-											      : "");
+		 c->win ? " (in windows; estimates)"
+		 : st.launches_sampled < st.launches_seen || st.copies_sampled < st.copies_seen ? " (sampled; scaled)"
+												: "");
 }

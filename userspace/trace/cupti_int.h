@@ -10,6 +10,7 @@
 
 #include "../../bpf/cupti.h"
 #include "cupti.h"
+#include "estimate.h"
 #include "hmap.h"
 #include "links.h"
 
@@ -18,7 +19,25 @@
 #define LIB_NAME "libgpubpf_inject.so"
 
 /* hmap key spaces (third key word) */
-enum { HK_NAME = 0, HK_STATUS = 1, HK_RANGES = 2, HK_LIB = 3, HK_TEXT = 4, HK_WAS_ON = 5 };
+enum { HK_NAME = 0, HK_STATUS = 1, HK_RANGES = 2, HK_LIB = 3, HK_TEXT = 4, HK_WAS_ON = 5, HK_WINT = 6 };
+
+/* A device-time window of a target, as last read (cupti_win.c). */
+struct cpt_win {
+	uint32_t id;
+	bool closed;
+	uint64_t period; /* the library's period index: slot_open / period */
+	double weight;	 /* 1 / the probability of its instants, for its realized length */
+	uint64_t end;	 /* CLOCK_MONOTONIC ns: its close (its slot's end while open) */
+};
+
+/* A target's library, its config and its windows (hmap (tgid, 0, HK_WINT)). */
+struct cpt_wtarget {
+	uint32_t tgid;
+	uint64_t addr; /* its struct dev_config; 0: gone */
+	uint32_t duty_ppm, written_ppm;
+	struct dev_costs cost;
+	struct cpt_win win[DEV_WIN_RING];
+};
 
 struct ranges {
 	int n;
@@ -41,11 +60,36 @@ struct cupti_tracer {
 	struct devtrace *dt; /* --trace: device tracks, or NULL */
 	uint64_t kernels, copies, kernel_ns, copy_ns;
 	char reason[512];
+	/* device time in windows (cupti_win.c); win NULL: followed all the time */
+	struct windows *win;
+	double period, duty;
+	uint64_t p0;	      /* the first period of the recording (CLOCK_MONOTONIC / period) */
+	struct est_group est; /* per period: kernels, kernel ns, copy ns */
+	uint64_t windows, followed, switch_ns, open_ns;
+	uint64_t unweighted;	/* records of a window whose books were gone: counted once */
+	uint64_t measured_recs; /* records of the cost measurement's launches: not counted */
 };
 
 /* ---- cupti.c ---- */
 
 const char *cpt_get_str(const struct hmap *m, uint64_t a, uint64_t b, uint64_t c);
 const char *cpt_dir_frame(uint32_t dir);
+
+/* ---- cupti_win.c ---- */
+
+/* The library in TGID attached; its config is at ADDR: gpubpf's part is written. */
+void cpt_win_attached(struct cupti_tracer *c, uint32_t tgid, uint64_t addr);
+/* Every tick, before the drain: the libraries' costs and windows in, the duty out. */
+void cpt_win_tick(struct cupti_tracer *c);
+/* Window ID of TGID: its weight and *PERIOD, and in *D the correction for the launches of
+ * thread TID that CUPTI's cost pushed past its end; 0 when it is not known (yet). */
+double cpt_win_weight(struct cupti_tracer *c, uint32_t tgid, uint32_t tid, uint32_t id, uint64_t *period,
+		      struct est_delay *d);
+/* A drained entry of a window of PERIOD at weight W and correction D: N records, VALUES
+ * (kernels, kernel ns, copy ns) into the estimates. */
+void cpt_win_add(struct cupti_tracer *c, uint64_t period, double w, const struct est_delay *d, double n,
+		 const double values[3]);
+/* The profile's "gpu cost:" and "gpu estimate:" comments. */
+void cpt_win_comments(struct cupti_tracer *c, double elapsed);
 
 #endif /* GPUBPF_CUPTI_INT_H */

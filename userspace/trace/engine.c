@@ -77,7 +77,8 @@ double engine__overhead(struct engine *e)
 		return governor__overhead(&e->gov);
 	cuda__group_costs(e->cuda, cost);
 	windows__governor(e->win, &g);
-	return windows__overhead(e->win, cost, &g, engine__now() - e->start, NULL, NULL);
+	return windows__overhead(e->win, cost, &g, engine__now() - e->start, NULL, NULL) +
+	       cupti__overhead(e->cupti, engine__now() - e->start, NULL);
 }
 
 /* The symbolizer keeps every object it reads open (so exited processes still resolve),
@@ -155,9 +156,12 @@ static void setup_governor(struct governor *gv, const struct record_opts *o, str
 	gv->min_duty = 0.002; /* 2 ms a second: dozens of launches even at 40k probed calls/s */
 	gv->min_slot = 0.002;
 	gv->exact = !windowed;
-	gv->ngroups = CG__COUNT;
+	gv->ngroups = CG__COUNT + 1;
 	for (int g = 0; g < CG__COUNT; g++)
 		gv->g[g].name = cuda_group_names[g];
+	/* Device time: no cost until a library measures it in its job (cupti_win.c). */
+	gv->g[CG__COUNT].name = "device time";
+	gv->g[CG__COUNT].always = true;
 	/* Frees must meet their allocations for gpu_inuse, and name lookups teach kernel
 	 * names: both rare, both always attached. */
 	gv->g[CG_ALLOC].always = true;
@@ -251,6 +255,9 @@ int engine__open_tracers(struct engine *e)
 		err = -errno;
 		return err ? err : -ENOMEM;
 	}
+	/* Device time in windows too, planned by the same governor. */
+	if (e->win)
+		cupti__set_windows(e->cupti, e->win, e->gov.period);
 	cupti__set_budget(e->cupti, o->budget, e->gov.cost_per_hit, o->exact);
 	return 0;
 }

@@ -15,14 +15,16 @@ static double full_cost(const struct governor *gv, const struct gov_group *g)
 }
 
 /* ... and what a window per period adds, at any duty below 1. */
-static double fixed_cost(const struct governor *gv)
+static double fixed_cost(const struct governor *gv, const struct gov_group *g)
 {
-	return gv->period > 0 ? governor__window_cost(gv) / gv->period : 0;
+	if (!(gv->period > 0))
+		return 0;
+	return (g->fixed > 0 ? g->fixed : governor__window_cost(gv)) / gv->period;
 }
 
 void governor__plan(struct governor *gv)
 {
-	double left = gv->budget - gv->cpu_cost, fixed = fixed_cost(gv);
+	double left = gv->budget - gv->cpu_cost;
 	bool done[GOV_MAX_GROUPS] = {false};
 	int open = 0;
 
@@ -70,7 +72,7 @@ void governor__plan(struct governor *gv)
 			if (done[i])
 				continue;
 			/* a window's fixed cost comes out of the share first */
-			d = (share - fixed) / full_cost(gv, g);
+			d = (share - fixed_cost(gv, g)) / full_cost(gv, g);
 			g->duty = d < gv->min_duty ? gv->min_duty : (d > 1 ? 1 : d);
 			done[i] = true;
 		}
@@ -87,7 +89,7 @@ double governor__overhead(const struct governor *gv)
 
 		sum += g->duty * full_cost(gv, g);
 		if (!gv->exact && !g->always && g->duty < 1)
-			sum += fixed_cost(gv);
+			sum += fixed_cost(gv, g);
 	}
 	return sum;
 }

@@ -10,7 +10,9 @@
  * - opening and closing a window: the breakpoints written into and taken out of the
  *   target's code cost its threads (calibrated on a thread of gpubpf's that runs through
  *   the page the breakpoint goes into);
- * - a CPU sample (calibrated: a thread of gpubpf's sampled at 10 kHz).
+ * - a CPU sample (calibrated: a thread of gpubpf's sampled at 10 kHz);
+ * - device time (CUPTI's activity and callbacks, in windows of their own): what it adds to
+ *   a launch, measured in the job by the injection library, and its switches (cupti_win.c).
  * A group's cost while attached is `util`: the fraction of its busiest thread's time its
  * probes took in the last windows (measured: the hits' cost summed per thread). With duty
  * d (the attached fraction of each period) it costs that thread d * util, plus one
@@ -32,6 +34,7 @@ struct gov_group {
 	double util;	 /* fraction of the busiest thread's time its probes took while attached */
 	double util_all; /* ... of all threads' time together (the guard sees all threads' hits) */
 	double hit_cost; /* seconds one hit costs, measured in the job (0: not yet) */
+	double fixed;	 /* > 0: seconds one window of it costs besides its util (else the probes') */
 	double duty;	 /* out: attached fraction of each period, (0, 1] */
 };
 

@@ -523,6 +523,22 @@ void windows__stop(struct windows *w)
 
 /* ---- the drains' side ------------------------------------------------------------------ */
 
+void windows__set_device(struct windows *w, double util, double fixed)
+{
+	struct gov_group *g;
+
+	pthread_mutex_lock(&w->lock);
+	if (w->gv->ngroups > CG__COUNT) {
+		g = &w->gv->g[CG__COUNT];
+		g->always = false;
+		g->measured = true;
+		g->util = g->util_all = util;
+		g->fixed = fixed;
+		governor__plan(w->gv);
+	}
+	pthread_mutex_unlock(&w->lock);
+}
+
 int windows__weight(struct windows *w, uint32_t id, uint32_t tid, double *weight, struct est_delay *d)
 {
 	struct wrec *r;

@@ -60,6 +60,11 @@ struct windows_summary {
 };
 void windows__summary(struct windows *w, struct windows_summary *out);
 
+/* Device time (the governor's group CG__COUNT, cupti_win.c): costs UTIL of a thread that
+ * does nothing but launch while on, and FIXED seconds a window; planned from the next
+ * period on. */
+void windows__set_device(struct windows *w, double util, double fixed);
+
 /* A copy of the governor as the thread last planned it. */
 void windows__governor(struct windows *w, struct governor *out);
 

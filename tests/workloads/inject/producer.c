@@ -6,6 +6,13 @@
  *                             activity records (real CUpti_* structs) from known call sites
  *   producer short [REPEAT]   REPEAT x (site_kernel_a, site_kernel_b) at once after start,
  *                             their records held by "CUPTI" until the exit's flush
+ *   producer windows SECONDS  device time in windows: launches (1000 ns kernels) in bursts
+ *                             from two threads, for SECONDS after a session attached; a
+ *                             launch takes 5 us, 3 us more while "CUPTI" has activity on
+ *                             (as a real one: 4.2 us and ~2.7 more on an H100), whose records
+ *                             exist only then, and 5 us of work follow it; prints the
+ *                             truth: launches, kernel_ns, and both from the first window's
+ *                             period on (windowed_launches, windowed_kernel_ns)
  *   producer idle SECONDS [LIBCUPTI]
  *                             what the driver does: InitializeInjection() with the CUPTI
  *                             backend, then CPU work; the job must run on, session or not.
@@ -33,6 +40,8 @@
 #include "../../../bpf/cupti.h" /* enum dev_status */
 
 int gpubpf_inject_test_start(void);
+int gpubpf_inject_test_activity(void);
+extern struct dev_config gpubpf_inject_config;
 int gpubpf_inject_test_state(void);
 const char *gpubpf_inject_test_status(void);
 void gpubpf_inject_test_callback(uint32_t domain, uint32_t cbid, const CUpti_CallbackData *cb);
@@ -226,6 +235,135 @@ __attribute__((unused)) static int synth(int repeat)
 	return 0;
 }
 
+/* ---- windows: bursts from two threads, launches that cost more with activity on ---- */
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void spin_s(double s)
+{
+	double t0 = mono_s();
+
+	while (mono_s() - t0 < s)
+		;
+}
+
+static pthread_mutex_t buf_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint64_t w_launches;
+/* launches per millisecond since the start: the truth of any span */
+#define W_BUCKET 0.001
+#define W_BUCKETS 60000
+static _Atomic uint32_t w_bucket[W_BUCKETS];
+static double w_t0;
+static _Atomic uint32_t w_corr = 5000000;
+static double w_end;
+
+/* One launch from THREAD's own call site: its records only while activity is on. */
+__attribute__((noinline)) static void site_window_launch(void)
+{
+	CUpti_CallbackData cb;
+	uint32_t c = atomic_fetch_add(&w_corr, 1);
+	int act;
+
+	memset(&cb, 0, sizeof(cb));
+	cb.functionName = "cuLaunchKernel";
+	cb.correlationId = c;
+	cb.callbackSite = CUPTI_API_ENTER;
+	gpubpf_inject_test_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
+	act = gpubpf_inject_test_activity();
+	spin_s(act ? 8e-6 : 5e-6);
+	cb.callbackSite = CUPTI_API_EXIT;
+	gpubpf_inject_test_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
+	atomic_fetch_add(&w_launches, 1);
+	{
+		long b = (long)((mono_s() - w_t0) / W_BUCKET);
+
+		if (b >= 0 && b < W_BUCKETS)
+			atomic_fetch_add(&w_bucket[b], 1);
+	}
+	if (act) {
+		pthread_mutex_lock(&buf_lock);
+		kernel_rec(c, KA, 1000, 0, 7, 0);
+		if (buf_used > sizeof(buffer) / 2) {
+			gpubpf_inject_test_buffer(buffer, buf_used);
+			buf_used = 0;
+		}
+		pthread_mutex_unlock(&buf_lock);
+	}
+	spin_s(5e-6); /* the job's own work between launches */
+}
+
+/* Bursts of 1700 launches (thread 0) or 700 (thread 1), ~17 and ~7 ms unprofiled, with
+ * pauses between, until w_end: a pattern that is neither steady nor in step with the
+ * windows' period. A burst is so much work, as a training step is: a slower launch makes
+ * it longer, not smaller. */
+static void *window_thread(void *arg)
+{
+	int burst = arg ? 700 : 1700, pause_ms = arg ? 23 : 17;
+
+	while (mono_s() < w_end) {
+		for (int i = 0; i < burst; i++)
+			site_window_launch();
+		sleep_ms(pause_ms);
+	}
+	return NULL;
+}
+
+__attribute__((unused)) static int windows_run(double seconds)
+{
+	pthread_t th[2];
+	int waited = 0;
+
+	if (gpubpf_inject_test_start()) {
+		fprintf(stderr, "producer: cannot start the library\n");
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	while (gpubpf_inject_test_state() != DEV_ST_SYNTHETIC) {
+		if (waited++ > 300) {
+			fprintf(stderr, "producer: no gpubpf session attached in 30 s\n");
+			return 1;
+		}
+		sleep_ms(100);
+	}
+	w_t0 = mono_s();
+	w_end = w_t0 + seconds;
+	for (long i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, window_thread, (void *)i);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	pthread_mutex_lock(&buf_lock);
+	gpubpf_inject_test_buffer(buffer, buf_used);
+	buf_used = 0;
+	pthread_mutex_unlock(&buf_lock);
+	{
+		/* The windows estimate the periods they ran in: from the first one's on (the
+		 * library measured its cost before it). */
+		const struct dev_win *first = &gpubpf_inject_config.win[1];
+		double from = first->id == 1 ? (double)first->period * gpubpf_inject_config.period_ms / 1e3 : w_end;
+		uint64_t since = 0;
+
+		for (int i = 0; i < W_BUCKETS; i++)
+			if (w_t0 + (i + 1) * W_BUCKET > from)
+				since += w_bucket[i];
+		printf("producer: launches=%llu kernel_ns=%llu windowed_launches=%llu windowed_kernel_ns=%llu\n",
+		       (unsigned long long)w_launches, (unsigned long long)w_launches * 1000, (unsigned long long)since,
+		       (unsigned long long)since * 1000);
+	}
+	fflush(stdout);
+	sleep_ms(1500);
+	return 0;
+}
+
 /* A program that is over before a watcher would have looked: the library must follow
  * it from InitializeInjection on, and deliver at exit what "CUPTI" still holds. */
 __attribute__((unused)) static int short_run(int repeat)
@@ -314,10 +452,13 @@ int main(int argc, char **argv)
 		return synth(argc >= 3 ? atoi(argv[2]) : 10);
 	if (argc >= 2 && strcmp(argv[1], "short") == 0)
 		return short_run(argc >= 3 ? atoi(argv[2]) : 10);
+	if (argc >= 3 && strcmp(argv[1], "windows") == 0)
+		return windows_run(atof(argv[2]));
 	if (argc >= 3 && strcmp(argv[1], "idle") == 0)
 		return idle(atof(argv[2]), argc >= 4 ? argv[3] : NULL);
 	fprintf(stderr,
-		"usage: producer synth [REPEAT] | producer short [REPEAT] | producer idle SECONDS [LIBCUPTI]\n");
+		"usage: producer synth [REPEAT] | producer short [REPEAT] | producer windows SECONDS | producer idle "
+		"SECONDS [LIBCUPTI]\n");
 	return 2;
 }
 #endif

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Device time in windows (issue 13): under a budget, the injection library measures in the
+# job what CUPTI's activity and the launch probe add to a launch, then turns activity and
+# its callbacks on only in one window a period, at the duty gpubpf's governor plans; each
+# record counts 1/p of its window, corrected for the launches CUPTI's cost pushed past the
+# window's end. No GPU: tests/workloads/inject/producer's "windows" mode drives the
+# production path from two threads in bursts (work-bounded, as training steps are), its
+# launches 5 us each and 3 us dearer while "CUPTI" has activity on (whose records exist
+# only then, as with CUPTI). The truth is the producer's own count.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/cuda_lib.sh"
+need_root
+need_go
+LIB=$PWD/$BUILD/libgpubpf_inject.so
+PROD=$WL/inject/producer
+if [ "${HAVE_CUDA:-}" != 1 ] || [ ! -e "$LIB" ] || [ ! -x "$PROD" ]; then
+	skip all "no CUDA/CUPTI headers, or $LIB / $PROD missing (make tools): device-time windows NOT checked"
+	exit 0
+fi
+cq_start
+
+# One run: BUDGET, the producer for SECONDS; leaves $TMP/$name.{log,raw,pb.gz}.
+run_windows() { # name budget seconds
+	local name=$1
+	if GPUBPF_WINDOW_PERIOD=0.1 timeout 120 "$GPUBPF" record --overhead-budget "$2" -o "$TMP/$name.pb.gz" -- \
+		"$PROD" windows "$3" >"$TMP/$name.log" 2>&1; then
+		pass "$name:record-exit0"
+	else
+		fail "$name:record-exit0" "$(tail -3 "$TMP/$name.log" | tr '\n' ';')"
+		return 1
+	fi
+	pprof -raw "$TMP/$name.pb.gz" >"$TMP/$name.raw"
+	grep -E 'Comment: gpu|^producer:' "$TMP/$name.raw" "$TMP/$name.log" | sed "s|^|$name: |" | cut -c1-400
+}
+
+# What the comments say, against the producer's truth, checked in Python.
+check_windows() { # name min_windows max_halfwidth_pct
+	local name=$1
+	python3 - "$TMP/$name.raw" "$TMP/$name.log" "$2" "$3" <<'PY' | sed "s/^\(PASS\|FAIL\) /\1 81_device_windows:$name:/"
+import re, sys
+raw, log, min_windows, max_half = open(sys.argv[1]).read(), open(sys.argv[2]).read(), int(sys.argv[3]), float(sys.argv[4])
+num = lambda s: float(s.replace(",", ""))
+def verdict(name, ok, why=""):
+    print(("PASS " if ok else "FAIL ") + name + ("" if ok else ": " + why))
+truth = re.search(r"producer: .*windowed_launches=(\d+) windowed_kernel_ns=(\d+)", log)
+cost = re.search(r"gpu cost: device time in windows of ([0-9.e+-]+)% .*a launch costs ([0-9.]+) us more with it "
+                 r"\(CUPTI's activity and the launch probe ([0-9.]+) us.* callbacks ([0-9.]+) us timed in them\) "
+                 r"against ([0-9.]+) us without; estimated overhead ([0-9.e+-]+)%", raw)
+est = re.search(r"gpu estimate: kernels ([0-9,]+), 95% CI ([0-9,]+)-([0-9,]+) .*kernel time ([0-9.e+]+) ms, "
+                r"95% CI ([0-9.e+]+)-([0-9.e+]+) ms .*from ([0-9,]+) device records seen in windows of (\d+) of (\d+)", raw)
+gpu = re.search(r"Comment: gpu: .* in windows: (\d+) kernels .* of (\d+) launches and copies followed in (\d+) windows", raw)
+if not (truth and cost and est and gpu):
+    verdict("comments", False, f"truth {bool(truth)} cost {bool(cost)} estimate {bool(est)} gpu {bool(gpu)}")
+    sys.exit()
+t = int(truth[1])
+duty, add, act, cb, base, over = (float(cost[i]) for i in range(1, 7))
+k, lo, hi = num(est[1]), num(est[2]), num(est[3])
+kt, ktlo, kthi = (float(est[i]) * 1e6 for i in (4, 5, 6))
+# the cost measured in the job: 3 us of emulated activity plus the launch probe
+verdict("cost-measured-in-job", 2.5 <= act <= 25, f"activity and probe {act} us (3 us emulated, plus the probe)")
+verdict("launch-without-it", 3.5 <= base <= 15, f"a launch without device time {base} us (5 us emulated)")
+verdict("windowed", 0 < duty < 100 and int(gpu[3]) >= min_windows, f"duty {duty}%, {gpu[3]} windows")
+# every record seen is of a launch followed in a window (none under a stale window)
+verdict("records-of-followed-launches", abs(int(gpu[1]) - int(gpu[2])) <= max(5, int(gpu[2]) // 100),
+        f"{gpu[1]} records, {gpu[2]} launches followed")
+verdict("truth-in-stated-interval", lo <= t <= hi, f"{t} launches, estimate {k:.0f} [{lo:.0f}, {hi:.0f}]")
+verdict("kernel-time-in-stated-interval", ktlo <= t * 1000 <= kthi,
+        f"{t * 1000} ns, estimate {kt:.0f} [{ktlo:.0f}, {kthi:.0f}]")
+half = 100 * (hi - lo) / 2 / k if k else 1e9
+verdict("interval-useful", half <= max_half, f"+-{half:.0f}% (at most +-{max_half}%)")
+print(f"# {t} launches, estimated {k:.0f} ({100 * (k / t - 1):+.1f}%), 95% CI +-{half:.0f}%; duty {duty}%; "
+      f"CUPTI+probe {act} us, callbacks {cb} us, without {base} us; estimated overhead {over}%")
+PY
+}
+
+# A 5% budget: windows long enough for an interval of a useful width in 4 s.
+if run_windows b5 5 4; then
+	check_windows b5 25 60
+	# the profile's samples are the estimate the comment states
+	got=$(pprof -traces -sample_index=gpu_kernel_time -unit=ns "$TMP/b5.pb.gz" | awk '/ns /{gsub("ns","",$1); s+=$1} END {printf "%.0f", s}')
+	want=$(sed -n 's/.*gpu estimate: .*kernel time \([0-9.e+]*\) ms,.*/\1/p' "$TMP/b5.raw")
+	python3 -c "import sys; g, w = float(sys.argv[1]), float(sys.argv[2]) * 1e6; sys.exit(0 if w > 0 and abs(g - w) <= 0.01 * w else 1)" \
+		"${got:-0}" "${want:-0}" && pass "b5:profile-holds-the-estimate" ||
+		fail "b5:profile-holds-the-estimate" "gpu_kernel_time sums to $got ns, the comment says $want ms"
+	gpubpf_report=$("$GPUBPF" report "$TMP/b5.pb.gz" 2>&1)
+	grep -q 'gpu estimate: kernels' <<<"$gpubpf_report" && pass "b5:report-shows-estimate" ||
+		fail "b5:report-shows-estimate" "$(grep -i 'gpu' <<<"$gpubpf_report" | head -3 | tr '\n' ';')"
+fi
+# The default budget: its planned cost stays within it.
+if run_windows b1 1 3; then
+	over=$(sed -n 's/.*gpu cost: .*estimated overhead \([0-9.e+-]*\)%.*/\1/p' "$TMP/b1.raw")
+	python3 -c "import sys; sys.exit(0 if 0 < float(sys.argv[1]) <= 1.0 else 1)" "${over:-0}" &&
+		pass "b1:device-time-within-budget" || fail "b1:device-time-within-budget" "estimated ${over:-?}%"
+fi

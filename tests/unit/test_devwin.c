@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: MIT
+/* Device time in windows, the injection library's side (userspace/inject/devwin.c and the
+ * timing in records.c, the very code libgpubpf_inject.so runs): the cost measurement on
+ * launch calls that really cost more while activity is on, and the schedule of windows
+ * over many periods on a clock the test drives. */
+#include <time.h>
+
+#include "test.h"
+
+#include "../../userspace/inject/devwin.c"
+#include "../../userspace/inject/records.c"
+
+static struct inj_state st;
+static struct dev_config cfg;
+static struct inj_sched sc;
+static int nlaunch, launch_win[4096];
+
+static void rec_launch(uint32_t corr, uint32_t cbinfo, uint32_t win)
+{
+	(void)corr;
+	(void)cbinfo;
+	if (nlaunch < 4096)
+		launch_win[nlaunch] = (int)win;
+	nlaunch++;
+}
+static void rec_batch(const struct dev_batch *b)
+{
+	(void)b;
+}
+static void rec_name(uint32_t id, const char *name)
+{
+	(void)id;
+	(void)name;
+}
+static void rec_kname(uint64_t handle, const char *name)
+{
+	(void)handle;
+	(void)name;
+}
+
+static const struct inj_ops ops = {rec_launch, rec_batch, rec_name, rec_kname};
+
+static void reset(uint32_t period_ms)
+{
+	inj_state_fini(&st);
+	inj_state_init(&st, &ops);
+	memset(&cfg, 0, sizeof(cfg));
+	memset(&sc, 0, sizeof(sc));
+	cfg.magic = DEV_CONFIG_MAGIC;
+	cfg.version = DEV_CONFIG_VERSION;
+	cfg.mode = DEV_MODE_WINDOWS;
+	cfg.period_ms = period_ms;
+	nlaunch = 0;
+}
+
+static void spin_ns(uint64_t ns)
+{
+	uint64_t t0 = now_ns();
+
+	while (now_ns() - t0 < ns)
+		;
+}
+
+/* One runtime launch with its nested driver call, as CUPTI calls back; it takes BASE ns,
+ * EXTRA more while activity is on (what the watcher last set). */
+static uint32_t corr = 100;
+static void launch(uint64_t base, uint64_t extra, int on)
+{
+	inj_api_enter(&st, INJ_API_LAUNCH, 1, 211, corr++, "cudaLaunchKernel");
+	inj_api_enter(&st, INJ_API_LAUNCH, 2, 307, corr++, "cuLaunchKernel");
+	spin_ns(base + ((on & INJ_ACT) ? extra : 0));
+	inj_api_exit(&st);
+	inj_api_exit(&st);
+}
+
+/* The watcher's step and switch, at the real time. */
+static int step_now(void)
+{
+	uint64_t wake, t = now_ns();
+	int want = inj_sched_step(&sc, &st, &cfg, t, &wake);
+
+	inj_sched_switched(&sc, &st, &cfg, want, t, t);
+	return want;
+}
+
+TEST(slots)
+{
+	CHECK_INT(inj_slots(10000, 1000000000ull), 100);
+	CHECK_INT(inj_slots(12345, 1000000000ull), 82); /* ceil(1/0.012345) = 82 */
+	CHECK_INT(inj_slots(1000, 50000000ull), 25);	/* no slot under 2 ms */
+	CHECK_INT(inj_slots(0, 1000000000ull), 1);
+	CHECK_INT(inj_slots(1000000, 1000000000ull), 1);
+}
+
+TEST(trimmed_mean)
+{
+	uint32_t v[] = {9, 1, 8, 2, 7, 3, 6, 4, 5, 100000};
+
+	CHECK_INT(inj_tmean(v, 10), 5); /* 1..9: the preempted call left out */
+	CHECK_INT(inj_tmean(v, 0), 0);
+}
+
+/* Launch calls that cost 3 us more with activity on: the measurement finds it, with
+ * callbacks on throughout; the launches of the "on" halves are followed as a window's would
+ * be (so the probe's cost is timed too), under DEV_WIN_MEASURE, never counted. */
+TEST(cost_measured_on_real_calls)
+{
+	int want = 0, guard = 0;
+
+	reset(100);
+	want = step_now();
+	CHECK_INT(cfg.cost.state, DEV_COST_MEASURING);
+	while (cfg.cost.state == DEV_COST_MEASURING && guard++ < 1000000) {
+		for (int i = 0; i < 20; i++)
+			launch(2000, 3000, want);
+		want = step_now();
+		CHECK(want & INJ_CB || cfg.cost.state != DEV_COST_MEASURING);
+	}
+	CHECK_INT(cfg.cost.state, DEV_COST_DONE);
+	CHECK(nlaunch > 0);
+	for (int i = 0; i < nlaunch && i < 4096; i++)
+		if ((launch_win[i] & ~DEV_WIN_NESTED) != DEV_WIN_MEASURE)
+			T_FAIL("launch %d of the measurement followed under window %x", i, launch_win[i]);
+	CHECK(cfg.cost.calls >= 2 * INJ_MEASURE_MIN);
+	printf("# measured: on %llu ns, off %llu ns, callbacks %llu ns, %u calls\n", (unsigned long long)cfg.cost.on_ns,
+	       (unsigned long long)cfg.cost.off_ns, (unsigned long long)cfg.cost.callback_ns, cfg.cost.calls);
+	/* 3 us of activity, within a microsecond either way on a loaded machine */
+	CHECK(cfg.cost.on_ns > cfg.cost.off_ns + 2000 && cfg.cost.on_ns < cfg.cost.off_ns + 4000);
+	CHECK(cfg.cost.off_ns >= 2000 && cfg.cost.off_ns < 5000);
+	CHECK(cfg.cost.callback_ns > 0 && cfg.cost.callback_ns < 2000);
+	/* done: all off until gpubpf plans a duty */
+	CHECK_INT(step_now(), 0);
+}
+
+TEST(idle_job_measured_again_later)
+{
+	uint64_t wake, t = 1000000000ull;
+	int want;
+
+	reset(100);
+	want = inj_sched_step(&sc, &st, &cfg, t, &wake);
+	CHECK(want & INJ_CB);
+	want = inj_sched_step(&sc, &st, &cfg, t + INJ_MEASURE_NS, &wake);
+	CHECK_INT(cfg.cost.state, DEV_COST_IDLE);
+	CHECK_INT(want, 0);
+	want = inj_sched_step(&sc, &st, &cfg, t + INJ_MEASURE_NS + INJ_REMEASURE_NS, &wake);
+	CHECK_INT(cfg.cost.state, DEV_COST_MEASURING);
+}
+
+/* 400 periods on a driven clock at a 5% duty of 100 ms: one window a period, 20 slots,
+ * the slot drawn uniformly, launches followed only inside, each under its window's id. */
+TEST(one_window_a_period_at_random)
+{
+	const uint64_t P = 100000000ull, t0 = 7 * P + 1234;
+	uint32_t hist[20] = {0}, windows = 0;
+	uint64_t t = t0, wake;
+	int want = 0, inside = 0, outside_followed = 0;
+
+	reset(100);
+	cfg.cost.state = DEV_COST_DONE;
+	cfg.duty_ppm = 50000;
+	while (t < t0 + 400 * P) {
+		int before = nlaunch;
+		uint32_t id;
+
+		want = inj_sched_step(&sc, &st, &cfg, t, &wake);
+		inj_sched_switched(&sc, &st, &cfg, want, t, t);
+		id = __atomic_load_n(&st.win_id, __ATOMIC_RELAXED);
+		/* a launch now: followed exactly when a window is open */
+		launch(0, 0, want);
+		if (id) {
+			inside++;
+			if (nlaunch != before + 2 || launch_win[before] != (int)id)
+				T_FAIL("a launch in window %u was not followed under it", id);
+		} else if (nlaunch != before) {
+			outside_followed++;
+		}
+		CHECK(wake > t);
+		/* the watcher wakes at the switch, or sooner */
+		t = wake < t + 3 * P / 100 ? wake : t + 3 * P / 100;
+	}
+	CHECK_INT(outside_followed, 0);
+	CHECK(inside > 0);
+	for (uint32_t i = 1; i < cfg.win_next; i++) {
+		const struct dev_win *w = &cfg.win[i % DEV_WIN_RING];
+
+		if (w->id != i || !w->close)
+			continue;
+		windows++;
+		CHECK_INT(w->k, 20);
+		CHECK_INT(w->slot_close - w->slot_open, P / 20);
+		CHECK(w->open == w->slot_open && w->close == w->slot_close);
+		CHECK_INT(w->slot_open / P, w->period);
+		hist[(w->slot_open % P) / (P / 20)]++;
+	}
+	CHECK_INT(cfg.win_next - 1, 401); /* one a period touched (400 and the start of one), none skipped */
+	CHECK(windows >= DEV_WIN_RING - 2);
+	/* the slots drawn are spread over the period (63 windows in the ring: no slot takes
+	 * more than a fifth of them) */
+	for (int i = 0; i < 20; i++)
+		CHECK(hist[i] < windows / 5);
+}
+
+/* The watcher slept through a whole slot (a starved CPU): the window opens from the time
+ * it wakes, for the slot's length, and its books say when it really was open. */
+TEST(late_window_stands_in_from_then)
+{
+	const uint64_t P = 100000000ull;
+	uint64_t t = 50 * P, wake;
+	int want;
+
+	reset(100);
+	cfg.cost.state = DEV_COST_DONE;
+	cfg.duty_ppm = 100000;
+	want = inj_sched_step(&sc, &st, &cfg, t, &wake);
+	CHECK_INT(want, 0);
+	{
+		volatile struct dev_win *w = &cfg.win[sc.cur - 1];
+		uint64_t so = w->slot_open, len = w->slot_close - w->slot_open, late = so + len + 1000;
+
+		want = inj_sched_step(&sc, &st, &cfg, late, &wake);
+		CHECK_INT(want, INJ_CB | INJ_ACT);
+		CHECK_INT(w->open, late);
+		CHECK_INT(w->slot_close - w->slot_open, len);
+		CHECK_INT(wake, late + len);
+		want = inj_sched_step(&sc, &st, &cfg, late + len, &wake);
+		CHECK_INT(want, 0);
+		CHECK_INT(w->close, late + len);
+	}
+}
+
+/* A window closed while a launch was inside its call: CUPTI stops calling back, so its exit
+ * never comes. The next launch, in the next window, is a call of its own, followed under
+ * that window (not a nested call of the stale one, under the old window's id). */
+TEST(lost_exit_across_a_switch_is_not_nesting)
+{
+	reset(100);
+	st.windowed = true;
+	st.win_id = 7;
+	inj_api_enter(&st, INJ_API_LAUNCH, 2, 307, 500, "cuLaunchKernel");
+	CHECK_INT(nlaunch, 1);
+	CHECK_INT(launch_win[0], 7);
+	/* the window closes (callbacks off: no exit) and the next opens */
+	st.win_id = 0;
+	st.cb_gen++;
+	st.win_id = 8;
+	st.cb_gen++;
+	inj_api_enter(&st, INJ_API_LAUNCH, 2, 307, 501, "cuLaunchKernel");
+	inj_api_exit(&st);
+	CHECK_INT(nlaunch, 2);
+	CHECK_INT(launch_win[1], 8);
+	/* and between windows nothing is followed */
+	st.win_id = 0;
+	inj_api_enter(&st, INJ_API_LAUNCH, 2, 307, 502, "cuLaunchKernel");
+	inj_api_exit(&st);
+	CHECK_INT(nlaunch, 2);
+}
+
+TEST(always_mode_follows_everything)
+{
+	uint64_t wake;
+
+	reset(100);
+	cfg.mode = DEV_MODE_ALWAYS;
+	CHECK_INT(inj_sched_step(&sc, &st, &cfg, 12345, &wake), INJ_CB | INJ_ACT);
+	CHECK(!st.windowed);
+	launch(0, 0, INJ_CB | INJ_ACT);
+	CHECK_INT(nlaunch, 2);
+	CHECK_INT(launch_win[0], 0);
+}
+
+int main(int argc, char **argv)
+{
+	T_BEGIN(argv);
+	RUN(slots);
+	RUN(trimmed_mean);
+	RUN(cost_measured_on_real_calls);
+	RUN(idle_job_measured_again_later);
+	RUN(one_window_a_period_at_random);
+	RUN(late_window_stands_in_from_then);
+	RUN(lost_exit_across_a_switch_is_not_nesting);
+	RUN(always_mode_follows_everything);
+	inj_state_fini(&st);
+	return T_END();
+}

@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: MIT
+/* Device time in windows, the library's side (bpf/cupti.h, struct dev_config): measure
+ * what device time costs a launch in this job, then turn CUPTI's activity and callbacks
+ * on only in one window a period, its slot drawn at random at the duty gpubpf planned,
+ * and keep each window's books where gpubpf reads them.
+ *
+ * Why here and not from gpubpf: a window of a few milliseconds must open on time, and
+ * only a thread of the job can call CUPTI. The watcher sleeps until the next switch.
+ *
+ * The measurement: with callbacks on, activity is turned on and off every INJ_SLICE_NS
+ * while the launching threads time their launch calls, outermost API enter to exit, in
+ * the callbacks (records.c). The mean of each half is the call's cost
+ * with and without activity, the slowest tenth left out (a thread preempted mid-call says
+ * nothing of the call); their difference is what activity adds to a launch. The
+ * library's own time in its callbacks is timed too. CUPTI's own dispatch to a callback is
+ * in both halves and so in neither figure. No CUPTI types here: unit-tested. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "inject.h"
+
+uint32_t inj_slots(uint32_t ppm, uint64_t period)
+{
+	uint64_t k, most;
+
+	if (!ppm || ppm >= 1000000 || !period)
+		return 1;
+	k = (1000000 + ppm - 1) / ppm;
+	most = period / INJ_MIN_SLOT_NS;
+	if (k > most)
+		k = most;
+	return k < 1 ? 1 : (uint32_t)k;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+uint32_t inj_tmean(uint32_t *v, uint32_t n)
+{
+	uint64_t sum = 0;
+	uint32_t m;
+
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_u32);
+	m = n - n / 10;
+	for (uint32_t i = 0; i < m; i++)
+		sum += v[i];
+	return (uint32_t)(sum / m);
+}
+
+static uint64_t rng(struct inj_sched *sc, uint64_t now)
+{
+	uint64_t x = sc->rng ? sc->rng : (now | 1) * 0x9e3779b97f4a7c15ull;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	sc->rng = x;
+	return x * 0x2545f4914f6cdd1dull;
+}
+
+/* The measurement is over: its figures into the config, or DEV_COST_IDLE. */
+static void measure_end(struct inj_sched *sc, struct inj_state *s, volatile struct dev_config *cfg, uint64_t now)
+{
+	struct inj_timing *t = &s->timing;
+	uint32_t n0 = __atomic_load_n(&t->n[0], __ATOMIC_ACQUIRE), n1 = __atomic_load_n(&t->n[1], __ATOMIC_ACQUIRE);
+	uint64_t cb = __atomic_load_n(&t->cb_ns, __ATOMIC_RELAXED),
+		 calls = __atomic_load_n(&t->cb_calls, __ATOMIC_RELAXED);
+
+	__atomic_store_n(&t->on, false, __ATOMIC_RELEASE);
+	n0 = n0 < INJ_TIMED_MAX ? n0 : INJ_TIMED_MAX;
+	n1 = n1 < INJ_TIMED_MAX ? n1 : INJ_TIMED_MAX;
+	cfg->cost.calls = n0 + n1;
+	cfg->cost.done = now;
+	if (n0 < INJ_MEASURE_MIN || n1 < INJ_MEASURE_MIN) {
+		cfg->cost.state = DEV_COST_IDLE;
+		sc->retry_at = now + INJ_REMEASURE_NS;
+		return;
+	}
+	cfg->cost.off_ns = inj_tmean(t->ns[0], n0);
+	cfg->cost.on_ns = inj_tmean(t->ns[1], n1);
+	cfg->cost.callback_ns = calls ? cb / calls : 0;
+	__atomic_store_n(&cfg->cost.state, DEV_COST_DONE, __ATOMIC_RELEASE);
+}
+
+static void measure_start(struct inj_state *s, volatile struct dev_config *cfg, uint64_t now)
+{
+	struct inj_timing *t = &s->timing;
+
+	t->n[0] = t->n[1] = 0;
+	t->cb_ns = t->cb_calls = 0;
+	t->activity = false;
+	cfg->cost.started = now;
+	cfg->cost.done = 0;
+	cfg->cost.calls = 0;
+	cfg->cost.state = DEV_COST_MEASURING;
+	__atomic_store_n(&t->on, true, __ATOMIC_RELEASE);
+}
+
+/* The measurement's step: callbacks on, activity on in every other slice. */
+static int measure_step(struct inj_sched *sc, struct inj_state *s, volatile struct dev_config *cfg, uint64_t now,
+			uint64_t *wake)
+{
+	struct inj_timing *t = &s->timing;
+	uint64_t since = now - cfg->cost.started;
+	bool act = (since / INJ_SLICE_NS) % 2 == 1;
+
+	if (since >= INJ_MEASURE_NS || (__atomic_load_n(&t->n[0], __ATOMIC_RELAXED) >= INJ_MEASURE_CALLS &&
+					__atomic_load_n(&t->n[1], __ATOMIC_RELAXED) >= INJ_MEASURE_CALLS)) {
+		measure_end(sc, s, cfg, now);
+		*wake = now;
+		return 0;
+	}
+	if (act != t->activity) {
+		__atomic_store_n(&t->activity, act, __ATOMIC_RELEASE);
+		__atomic_add_fetch(&t->gen, 1, __ATOMIC_ACQ_REL);
+	}
+	*wake = cfg->cost.started + (since / INJ_SLICE_NS + 1) * INJ_SLICE_NS;
+	return INJ_CB | (act ? INJ_ACT : 0);
+}
+
+/* Plan the window of period P: K slots, one drawn. */
+static volatile struct dev_win *plan(struct inj_sched *sc, volatile struct dev_config *cfg, uint64_t p, uint64_t period,
+				     uint64_t now)
+{
+	uint32_t id = cfg->win_next ? cfg->win_next : 1, k = inj_slots(cfg->duty_ppm, period);
+	uint64_t j = k > 1 ? (rng(sc, now) >> 11) % k : 0, start = p * period;
+	volatile struct dev_win *w = &cfg->win[id % DEV_WIN_RING];
+
+	w->id = 0; /* a reader never sees half of an entry as the new window's */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	w->k = k;
+	w->period = p;
+	w->slot_open = start + j * period / k;
+	w->slot_close = j + 1 >= k ? start + period : start + (j + 1) * period / k;
+	w->open = w->close = w->launches = w->switch_ns = 0;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	w->id = id;
+	cfg->win_next = id + 1 ? id + 1 : 1;
+	sc->period = p;
+	sc->cur = id % DEV_WIN_RING + 1;
+	return w;
+}
+
+int inj_sched_step(struct inj_sched *sc, struct inj_state *s, volatile struct dev_config *cfg, uint64_t now,
+		   uint64_t *wake)
+{
+	uint64_t period = (uint64_t)cfg->period_ms * 1000000ull, p;
+	volatile struct dev_win *w;
+
+	*wake = now + 100000000ull;
+	if (cfg->mode != DEV_MODE_WINDOWS || !period) {
+		s->windowed = false;
+		__atomic_store_n(&s->win_id, 0, __ATOMIC_RELEASE);
+		return INJ_CB | INJ_ACT;
+	}
+	s->windowed = true;
+	if (cfg->cost.state == DEV_COST_NONE || (cfg->cost.state == DEV_COST_IDLE && now >= sc->retry_at))
+		measure_start(s, cfg, now);
+	if (cfg->cost.state == DEV_COST_MEASURING)
+		return measure_step(sc, s, cfg, now, wake);
+	if (!cfg->duty_ppm)
+		return 0; /* gpubpf has not planned yet */
+	p = now / period;
+	w = sc->cur ? &cfg->win[sc->cur - 1] : NULL;
+	if (w && w->open && !w->close && now >= w->slot_close) {
+		/* the window's end: followed launches stop before activity does */
+		__atomic_store_n(&s->win_id, 0, __ATOMIC_RELEASE);
+		w->close = now;
+		w->launches = __atomic_load_n(&s->ctr.launches_sampled, __ATOMIC_RELAXED) +
+			      __atomic_load_n(&s->ctr.copies_sampled, __ATOMIC_RELAXED) - w->launches;
+	}
+	if (!w || w->close || (!w->open && sc->period != p)) {
+		/* a slot that passed while the watcher slept is planned anew in its period */
+		if (sc->period == p && w && w->close) {
+			*wake = (p + 1) * period;
+			return 0;
+		}
+		w = plan(sc, cfg, p, period, now);
+	}
+	if (!w->open) {
+		if (now < w->slot_open) {
+			*wake = w->slot_open;
+			return 0;
+		}
+		/* Opens now; activity goes on first, and launches are followed under its id once
+		 * it is (inj_sched_switched). A watcher that slept through the whole slot (a
+		 * starved CPU) opens it from now for the slot's length. */
+		if (now >= w->slot_close) {
+			uint64_t len = w->slot_close - w->slot_open;
+
+			w->slot_open = now;
+			w->slot_close = now + len;
+		}
+		w->open = now;
+		w->launches = __atomic_load_n(&s->ctr.launches_sampled, __ATOMIC_RELAXED) +
+			      __atomic_load_n(&s->ctr.copies_sampled, __ATOMIC_RELAXED);
+	}
+	*wake = w->slot_close;
+	return INJ_CB | INJ_ACT;
+}
+
+void inj_sched_switched(struct inj_sched *sc, struct inj_state *s, volatile struct dev_config *cfg, int want,
+			uint64_t t0, uint64_t t1)
+{
+	volatile struct dev_win *w = sc->cur ? &cfg->win[sc->cur - 1] : NULL;
+	bool open =
+	    s->windowed && (want & INJ_ACT) && cfg->cost.state != DEV_COST_MEASURING && w && w->open && !w->close;
+
+	__atomic_store_n(&s->win_id, open ? w->id : 0, __ATOMIC_RELEASE);
+	if (!s->windowed || cfg->cost.state == DEV_COST_MEASURING || !w || !w->id || t1 <= t0)
+		return;
+	w->switch_ns += t1 - t0;
+	/* the last window's switches, on and off: what one window costs */
+	if (w->close)
+		cfg->cost.switch_ns = w->switch_ns;
+}

@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: MIT
+/* Device time in windows, gpubpf's side (bpf/cupti.h, struct dev_config): every tick it
+ * reads each library's config (the cost per launch measured in the job, the windows run),
+ * gives each window its weight, counts the closed ones into the estimates, feeds the cost
+ * to the governor as the "device time" group, and writes the duty the governor planned
+ * back into every library.
+ *
+ * The cost the governor plans from is the worst case, a thread that does nothing but
+ * launch: device time costs it c = (a launch followed with activity on - one with it off) +
+ * the callbacks for each launch of b = (off - callbacks), a fraction c / (b + c) of its
+ * time. All three are timed in the job (struct dev_costs), the launch probe's trap, stack
+ * walk and Python frames included.
+ * Launch rates change faster than a plan can follow, and a window cannot be cut short
+ * without losing the rest of its slot, so the duty is sized for that case: the cost stays
+ * under the budget whatever the job does. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "../../bpf/cupti.h"
+#include "cupti.h"
+#include "cupti.skel.h"
+#include "hmap.h"
+#include "log.h"
+#include "profile.h"
+#include "windows.h"
+
+#include "cupti_int.h"
+
+_Static_assert(offsetof(struct dev_config, written) == DEV_CONFIG_GPUBPF_PART, "gpubpf writes this much");
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static struct cpt_wtarget *target(struct cupti_tracer *c, uint32_t tgid, bool create)
+{
+	struct cpt_wtarget *t;
+	uint64_t v;
+
+	if (hmap__get(&c->tab, tgid, 0, HK_WINT, &v) && v)
+		return (struct cpt_wtarget *)(uintptr_t)v;
+	if (!create)
+		return NULL;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->tgid = tgid;
+	if (hmap__put(&c->tab, tgid, 0, HK_WINT, (uint64_t)(uintptr_t)t)) {
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+/* gpubpf's part of the config: the mode, the period, the duty (its first bytes only: the
+ * library writes the rest). The address comes from the target: a config of ours must be
+ * there first. */
+static int write_part(struct cupti_tracer *c, struct cpt_wtarget *t)
+{
+	struct dev_config cur;
+	struct iovec l = {&cur, DEV_CONFIG_GPUBPF_PART}, r = {(void *)(uintptr_t)t->addr, DEV_CONFIG_GPUBPF_PART};
+
+	if (!t->addr || process_vm_readv((pid_t)t->tgid, &l, 1, &r, 1, 0) != DEV_CONFIG_GPUBPF_PART ||
+	    cur.magic != DEV_CONFIG_MAGIC || cur.version != DEV_CONFIG_VERSION)
+		return -EINVAL;
+	cur.max_rate = c->max_rate;
+	cur.window_ms = 1000;
+	cur.period_ms = c->win ? (uint32_t)lround(c->period * 1000) : 1000;
+	cur.mode = c->win ? DEV_MODE_WINDOWS : DEV_MODE_ALWAYS;
+	cur.duty_ppm = t->duty_ppm;
+	cur.seq++;
+	if (process_vm_writev((pid_t)t->tgid, &l, 1, &r, 1, 0) != DEV_CONFIG_GPUBPF_PART) {
+		pr_debug("pid %u: cannot set the injection library's sampling: %s", t->tgid, strerror(errno));
+		return -errno;
+	}
+	t->written_ppm = t->duty_ppm;
+	return 0;
+}
+
+void cpt_win_attached(struct cupti_tracer *c, uint32_t tgid, uint64_t addr)
+{
+	struct cpt_wtarget *t = target(c, tgid, true);
+
+	if (!t)
+		return;
+	t->addr = addr;
+	t->written_ppm = UINT32_MAX;
+	write_part(c, t);
+}
+
+/* What device time costs a launch in T (seconds), and the launch call without it. */
+static bool launch_cost(const struct cupti_tracer *c, const struct cpt_wtarget *t, double *cost, double *base)
+{
+	const struct dev_costs *k = &t->cost;
+	double act, cb;
+
+	if (k->state != DEV_COST_DONE)
+		return false;
+	act = k->on_ns > k->off_ns ? (double)(k->on_ns - k->off_ns) / 1e9 : 0;
+	cb = (double)k->callback_ns / 1e9;
+	*cost = act + cb;
+	*base = fmax((double)k->off_ns / 1e9 - cb, 0.5e-6);
+	return true;
+}
+
+/* The weight of window W as it ran: K for its slot, scaled by the slot over the time it
+ * was open (late opens, as the probe groups' windows). */
+static double win_weight(const struct dev_win *w)
+{
+	double slot = (double)(w->slot_close - w->slot_open), open, f;
+
+	if (!w->open)
+		return w->k;
+	open = (double)((w->close ? w->close : w->slot_close) - w->open);
+	f = open > 0 ? slot / open : 1;
+	return w->k * fmin(fmax(f, 1), 4);
+}
+
+static void read_target(struct cupti_tracer *c, struct cpt_wtarget *t)
+{
+	struct dev_config cfg;
+	struct iovec l = {&cfg, sizeof(cfg)}, r = {(void *)(uintptr_t)t->addr, sizeof(cfg)};
+	uint64_t period_ns = (uint64_t)llround(c->period * 1e9);
+
+	if (!t->addr || process_vm_readv((pid_t)t->tgid, &l, 1, &r, 1, 0) != (ssize_t)sizeof(cfg) ||
+	    cfg.magic != DEV_CONFIG_MAGIC || cfg.version != DEV_CONFIG_VERSION) {
+		t->addr = 0; /* gone, or not ours any more */
+		return;
+	}
+	t->cost = cfg.cost;
+	for (int i = 0; i < DEV_WIN_RING; i++) {
+		const struct dev_win *w = &cfg.win[i];
+		struct cpt_win *m = &t->win[w->id % DEV_WIN_RING];
+		uint64_t p;
+
+		if (!w->id || w->id % DEV_WIN_RING != (uint32_t)i || !w->k || (m->id == w->id && m->closed))
+			continue;
+		m->id = w->id;
+		m->period = w->period;
+		m->weight = win_weight(w);
+		m->closed = w->close != 0;
+		m->end = w->close ? w->close : w->slot_close;
+		if (!m->closed)
+			continue;
+		/* closed: planned into its period's estimates, and into the books */
+		p = period_ns ? w->slot_open / period_ns : 0;
+		if (p >= c->p0) {
+			struct est_period *ep = est_group_period(&c->est, p - c->p0);
+
+			if (ep)
+				est_period_plan(ep, c->period, m->weight);
+		}
+		c->windows++;
+		c->followed += w->launches;
+		c->switch_ns += w->switch_ns;
+		c->open_ns += w->close > w->open ? w->close - w->open : 0;
+	}
+}
+
+void cpt_win_tick(struct cupti_tracer *c)
+{
+	double worst = 0, fixed = 0;
+	bool measured = false;
+	struct governor g;
+	uint32_t ppm;
+
+	if (!c->win)
+		return;
+	hmap_for_each(&c->tab, e)
+	{
+		struct cpt_wtarget *t;
+		double cost, base;
+
+		if (e->k[2] != HK_WINT || !e->val)
+			continue;
+		t = (struct cpt_wtarget *)(uintptr_t)e->val;
+		read_target(c, t);
+		if (!launch_cost(c, t, &cost, &base))
+			continue;
+		/* the costliest target sets the duty: the busiest thread may be its */
+		measured = true;
+		worst = fmax(worst, cost / (base + cost));
+		fixed = fmax(fixed, (double)t->cost.switch_ns / 1e9);
+	}
+	if (measured)
+		windows__set_device(c->win, worst, fixed);
+	windows__governor(c->win, &g);
+	ppm = g.ngroups > CG__COUNT && !g.g[CG__COUNT].always ? (uint32_t)lround(g.g[CG__COUNT].duty * 1e6) : 0;
+	if (ppm > 1000000)
+		ppm = 1000000;
+	if (measured && !ppm)
+		ppm = 1;
+	c->duty = ppm / 1e6;
+	hmap_for_each(&c->tab, e)
+	{
+		struct cpt_wtarget *t;
+
+		if (e->k[2] != HK_WINT || !e->val)
+			continue;
+		t = (struct cpt_wtarget *)(uintptr_t)e->val;
+		/* each library plans its windows at its own measured cost's duty, once known */
+		t->duty_ppm = t->cost.state == DEV_COST_DONE || t->cost.state == DEV_COST_IDLE ? (ppm ? ppm : 1) : 0;
+		if (t->addr && t->duty_ppm != t->written_ppm)
+			write_part(c, t);
+	}
+}
+
+/* The launches of thread TID that CUPTI's cost pushed past the end of window M: its run
+ * since it last slept, each launch c seconds dearer, the probe's trap part of c taken within
+ * its calibrated range. A thread whose last launch was long before the window closed
+ * stopped launching of itself: nothing pushed. */
+static struct est_delay run_delay(struct cupti_tracer *c, const struct cpt_wtarget *t, const struct cpt_win *m,
+				  uint32_t tid)
+{
+	struct dev_run_key rk = {.tgid = t->tgid, .tid = tid, .window = m->id};
+	struct est_delay none = {1, 1, 1};
+	struct dev_run r;
+	double cost, base, span, gap;
+
+	if (!c->skel || !launch_cost(c, t, &cost, &base) ||
+	    bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.dev_runs), &rk, &r) || r.run_n < 2 || r.last < r.run_start)
+		return none;
+	span = (double)(r.last - r.run_start) / 1e9;
+	gap = m->end > r.last ? (double)(m->end - r.last) / 1e9 : 0;
+	/* c is measured, at a quantile of a few hundred calls: a fifth of it is taken as
+	 * uncertain (its range 0.9-1.3 c) */
+	return est_run_delay(r.n, r.run_n, 0, span, r.run_n * cost, 0.2 * r.run_n * cost, NULL, cost,
+			     gap > DEV_RUN_GAP_NS / 1e9);
+}
+
+double cpt_win_weight(struct cupti_tracer *c, uint32_t tgid, uint32_t tid, uint32_t id, uint64_t *period,
+		      struct est_delay *d)
+{
+	struct cpt_wtarget *t = id ? target(c, tgid, false) : NULL;
+	const struct cpt_win *m = t ? &t->win[id % DEV_WIN_RING] : NULL;
+
+	if (!m || m->id != id)
+		return 0;
+	*period = m->period;
+	*d = run_delay(c, t, m, tid);
+	return m->weight;
+}
+
+void cpt_win_add(struct cupti_tracer *c, uint64_t period, double w, const struct est_delay *d, double n,
+		 const double values[3])
+{
+	struct est_period *ep;
+
+	if (!c->win || period < c->p0)
+		return;
+	ep = est_group_period(&c->est, period - c->p0);
+	if (ep)
+		est_period_add(ep, w, d, n, values);
+}
+
+double cupti__overhead(struct cupti_tracer *c, double elapsed, double *parts)
+{
+	double cost = 0, launches = 0, calib = 0, sw = (double)c->switch_ns / 1e9;
+	int n = 0;
+
+	hmap_for_each(&c->tab, e)
+	{
+		struct cpt_wtarget *t;
+		double k, b;
+
+		if (e->k[2] != HK_WINT || !e->val)
+			continue;
+		t = (struct cpt_wtarget *)(uintptr_t)e->val;
+		if (!launch_cost(c, t, &k, &b))
+			continue;
+		cost += k;
+		n++;
+		/* the measurement: half its calls with activity, all with callbacks */
+		calib +=
+		    t->cost.calls * ((double)t->cost.callback_ns / 1e9 +
+				     (t->cost.on_ns > t->cost.off_ns ? (t->cost.on_ns - t->cost.off_ns) / 2e9 : 0));
+	}
+	if (n)
+		launches = (double)c->followed * cost / n;
+	if (parts) {
+		parts[0] = elapsed > 0 ? launches / elapsed : 0;
+		parts[1] = elapsed > 0 ? sw / elapsed : 0;
+		parts[2] = elapsed > 0 ? calib / elapsed : 0;
+	}
+	return elapsed > 0 ? (launches + sw + calib) / elapsed : 0;
+}
+
+static const char *grouped(char *buf, size_t len, double v)
+{
+	char raw[32];
+	size_t n, o = 0;
+
+	snprintf(raw, sizeof(raw), "%.0f", v < 0 ? 0 : v);
+	n = strlen(raw);
+	for (size_t i = 0; i < n && o + 2 < len; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = raw[i];
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+void cpt_win_comments(struct cupti_tracer *c, double elapsed)
+{
+	struct est_total k, t;
+	double parts[3], total, act = 0, cb = 0, base = 0;
+	char e[32], lo[32], hi[32], seen[32];
+	int n = 0;
+
+	if (!c->win)
+		return;
+	hmap_for_each(&c->tab, en)
+	{
+		const struct cpt_wtarget *w;
+
+		if (en->k[2] != HK_WINT || !en->val)
+			continue;
+		w = (const struct cpt_wtarget *)(uintptr_t)en->val;
+		if (w->cost.state != DEV_COST_DONE)
+			continue;
+		act += w->cost.on_ns > w->cost.off_ns ? (double)(w->cost.on_ns - w->cost.off_ns) : 0;
+		cb += (double)w->cost.callback_ns;
+		base += (double)w->cost.off_ns;
+		n++;
+	}
+	total = cupti__overhead(c, elapsed, parts);
+	if (!n) {
+		profile__add_comment(c->s->prof,
+				     "gpu cost: device time in windows: the cost per launch was not measured (the "
+				     "targets launched too little while the library timed them), %" PRIu64 " windows",
+				     c->windows);
+	} else {
+		profile__add_comment(
+		    c->s->prof,
+		    "gpu cost: device time in windows of %.3g%% of each %.3g s period, sized for a thread that does "
+		    "nothing but launch: a launch costs %.2f us more with it (CUPTI's activity and the launch probe "
+		    "%.2f us, measured in the job by timing launch calls followed with activity on against calls with "
+		    "it off, callbacks %.2f us timed in them) against %.2f us without; estimated overhead %.3g%% "
+		    "(%" PRIu64 " launches followed in %" PRIu64
+		    " windows %.3g%%, their switches %.3g%%, the measurement %.3g%%, "
+		    "all launching threads together)",
+		    100 * c->duty, c->period, (act + cb) / n / 1e3, act / n / 1e3, cb / n / 1e3, (base - cb) / n / 1e3,
+		    100 * total, c->followed, c->windows, 100 * parts[0], 100 * parts[1], 100 * parts[2]);
+	}
+	est_group_total(&c->est, 0, &k);
+	est_group_total(&c->est, 1, &t);
+	if (k.sampled < 2) {
+		profile__add_comment(c->s->prof,
+				     "gpu estimate: kernels %s, kernel time %.4g ms, from %s device records seen in "
+				     "windows of %d periods (too few sampled periods for an interval)",
+				     grouped(e, sizeof(e), k.est), t.est / 1e6, grouped(seen, sizeof(seen), k.seen),
+				     k.periods);
+		return;
+	}
+	profile__add_comment(c->s->prof,
+			     "gpu estimate: kernels %s, 95%% CI %s-%s (+-%.2g%%); kernel time %.4g ms, 95%% CI "
+			     "%.4g-%.4g ms (+-%.2g%%); from %s device records seen in windows of %d of %d periods",
+			     grouped(e, sizeof(e), k.est), grouped(lo, sizeof(lo), k.lo), grouped(hi, sizeof(hi), k.hi),
+			     k.est > 0 ? 50 * (k.hi - k.lo) / k.est : 0, t.est / 1e6, t.lo / 1e6, t.hi / 1e6,
+			     t.est > 0 ? 50 * (t.hi - t.lo) / t.est : 0, grouped(seen, sizeof(seen), k.seen), k.sampled,
+			     k.periods);
+}
+
+void cupti__set_windows(struct cupti_tracer *c, struct windows *w, double period)
+{
+	c->win = w;
+	c->period = period > 0 ? period : 1;
+	c->p0 = mono_ns() / (uint64_t)llround(c->period * 1e9);
+	/* every call in a window is followed */
+	if (w)
+		c->max_rate = 0;
+}
