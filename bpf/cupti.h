@@ -177,7 +177,8 @@ struct dev_config {
 	__u32 magic;
 	__u32 version;
 	__u32 max_rate;	 /* DEV_MODE_ALWAYS: followed launches+copies per second; 0: every one */
-	__u32 window_ms; /* unused since version 2 (the duty says it) */
+	__u32 names_wanted; /* DEV_MODE_WINDOWS: callbacks on between windows too (activity off,
+			     * nothing followed), so that launch handles get named */
 	__u32 period_ms; /* DEV_MODE_WINDOWS: one window per period */
 	__u32 seq;	 /* bumped by each write */
 	__u32 mode;	 /* DEV_MODE_* */

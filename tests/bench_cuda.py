@@ -118,6 +118,35 @@ def replay(out):
           f"(target: ratio <= 1.02; median of {RUNS})", flush=True)
 
 
+def device_time(out):
+    """Device time in windows: the synthetic producer's launch-bound loop (launches of 5 us,
+    3 us dearer while "CUPTI" has activity on, 5 us of work after each), alone, under gpubpf
+    in default mode (device time in windows of the budget's duty) and with --exact (activity
+    on and every launch followed all the time: what device time cost before issue 13)."""
+    prod = os.path.join(os.path.dirname(CW), "inject", "producer")
+    if not os.path.exists(prod):
+        return
+    wl = [prod, "loop", str(SECS)]
+    pat = r"launches_per_sec=([0-9.]+)"
+    for name, extra in (("default (--overhead-budget 1)", []), ("--exact", ["--exact"])):
+        alone, under, ests = [], [], []
+        for _ in range(RUNS):
+            r = subprocess.run(wl, check=True, stdout=subprocess.PIPE, text=True,
+                               env=dict(os.environ, PRODUCER_ALONE="1"))
+            alone.append(float(re.search(pat, r.stdout).group(1)))
+            u, e = measure([G, "record", *extra, "-o", out, "--", *wl], pat)
+            under.append(u)
+            ests.append(e)
+        a, u = statistics.median(alone), statistics.median(under)
+        print(f"   runs alone (k/s): {' '.join(f'{x / 1e3:.1f}' for x in alone)}; "
+              f"with gpubpf: {' '.join(f'{x / 1e3:.1f}' for x in under)}; estimated overhead (%): "
+              f"{' '.join(fmt_est(x) for x in ests)}")
+        print(f"1d. device time, synthetic CUPTI (5 us launches, +3 us with activity on), {name}: "
+              f"{a / 1e3:.1f}k launches/s alone, {u / 1e3:.1f}k with gpubpf: wall-time ratio {a / u:.3f}; "
+              f"{est_text(ests)}, measured {100 * (a / u - 1):.2g}% (target: ratio <= 1.02 in default mode; "
+              f"median of {RUNS})", flush=True)
+
+
 def gated_run(cmd, env, attach):
     """Start CMD held at its gate, optionally attach gpubpf -p, release, time to exit."""
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -190,9 +219,11 @@ def main():
         print("cuda benchmarks: skipped (CUDA is not installed: no CUDA workloads)")
         return
     out = tempfile.mktemp(suffix=".pb.gz")
-    which = sys.argv[1:] or ["launch", "replay", "mixed", "own"]
+    which = sys.argv[1:] or ["launch", "device", "replay", "mixed", "own"]
     if "launch" in which:
         launch_heavy(out)
+    if "device" in which:
+        device_time(out)
     if "replay" in which:
         replay(out)
     if "mixed" in which:

@@ -206,6 +206,30 @@ def check_pytorch():
     why = re.search(r"device time unavailable \((.*)\)", out)
     result("1", "device time, PyTorch loop, default mode", "%.1f ms" % (kt / 1e6) if kt else
            (why.group(1) if why else "none"), "> 0", "PASS" if kt > 0 else "FAIL")
+    device_windows(dflt)
+
+
+def device_windows(pb):
+    """Device time in windows (issue 13): what the profile's comments say (gpubpf report
+    prints them), as result rows: the cost per launch measured in the job, the duty, the
+    estimate with its interval."""
+    rc, out = run("report-" + os.path.basename(pb), [GPUBPF, "report", pb])
+    cost = re.search(r"gpu cost: device time in windows of ([0-9.e+-]+)% .*a launch costs ([0-9.]+) us more with it "
+                     r"\(CUPTI's activity and the launch probe ([0-9.]+) us.*callbacks ([0-9.]+) us.*against "
+                     r"([0-9.]+) us without; estimated overhead ([0-9.e+-]+)%", out)
+    est = re.search(r"gpu estimate: (kernels [0-9,]+, 95% CI [0-9,]+-[0-9,]+ \(\S+\)); kernel time ([0-9.e+]+) ms", out)
+    if not cost:
+        why = re.search(r"gpu cost: ([^\n]*)", out)
+        result("13", "device time in windows: the cost per launch measured in the job",
+               why.group(1)[:120] if why else "no 'gpu cost:' comment", "measured", "FAIL")
+        return
+    result("13", "device time in windows: cost per launch measured in the job (CUPTI activity + probe, callbacks)",
+           "+%s us (%s + %s) on a %s us launch; duty %s%%; estimated overhead %s%%" %
+           (cost.group(2), cost.group(3), cost.group(4), cost.group(5), cost.group(1), cost.group(6)),
+           "measured", "INFO")
+    if est:
+        result("13", "device time in windows: estimate", "%s, kernel time %s ms" % (est.group(1), est.group(2)),
+               "an interval", "INFO")
 
 
 def check_programs():
@@ -271,6 +295,7 @@ def check_throughput():
             result("6", name, "missing from the bundle", "present", "SKIP")
             continue
         runs = {m: [] for m, _ in modes}
+        ests = {}
         for r in range(ROUNDS):
             order = modes if r % 2 == 0 else list(reversed(modes))
             for m, args in order:
@@ -285,6 +310,9 @@ def check_throughput():
                 rc, out = run("tp-%s-%s-%d" % (re.sub(r"\W+", "_", name), re.sub(r"\W+", "_", m), r), c)
                 v = rate(out, key)
                 runs[m].append(v)
+                e = re.search(r"overhead ~([0-9.e+-]+)%", out)
+                if e:
+                    ests.setdefault(m, []).append(float(e.group(1)))
                 with open(os.path.join(OUT, "throughput.txt"), "a") as f:
                     f.write("%s\t%s\tround %d\t%s=%.1f\n" % (name, m, r, key, v))
         alone = statistics.median(runs["alone"]) if runs["alone"] else 0
@@ -294,7 +322,10 @@ def check_throughput():
             if not runs[m]:
                 continue
             ratio = statistics.median(runs[m]) / alone if alone else 0
-            parts.append("%s %.2f" % (m, ratio))
+            # gpubpf's own estimate of its cost beside the measured (issue 13)
+            est = " (est. %.2g%%, meas. %.2g%%)" % (statistics.median(ests[m]), 100 * (1 / ratio - 1)) \
+                if ests.get(m) and ratio else ""
+            parts.append("%s %.2f%s" % (m, ratio, est))
             if m == "default+device time" and ratio < 0.98:
                 verdict = "FAIL"
         result("6", "throughput, " + name + " (medians of %d)" % ROUNDS, ", ".join(parts),

@@ -256,6 +256,26 @@ TEST(lost_exit_across_a_switch_is_not_nesting)
 	CHECK_INT(nlaunch, 2);
 }
 
+/* gpubpf has launches whose handle has no name: callbacks stay on between windows (they
+ * name handles), activity off, nothing followed. */
+TEST(names_wanted_keeps_callbacks_between_windows)
+{
+	const uint64_t P = 100000000ull;
+	uint64_t t = 20 * P, wake;
+	int want;
+
+	reset(100);
+	cfg.cost.state = DEV_COST_DONE;
+	cfg.duty_ppm = 100000;
+	CHECK_INT(inj_sched_step(&sc, &st, &cfg, t, &wake), 0);
+	cfg.names_wanted = 1;
+	want = inj_sched_step(&sc, &st, &cfg, t, &wake);
+	CHECK_INT(want, INJ_CB);
+	inj_sched_switched(&sc, &st, &cfg, want, t, t);
+	launch(0, 0, want);
+	CHECK_INT(nlaunch, 0);
+}
+
 TEST(always_mode_follows_everything)
 {
 	uint64_t wake;
@@ -279,6 +299,7 @@ int main(int argc, char **argv)
 	RUN(one_window_a_period_at_random);
 	RUN(late_window_stands_in_from_then);
 	RUN(lost_exit_across_a_switch_is_not_nesting);
+	RUN(names_wanted_keeps_callbacks_between_windows);
 	RUN(always_mode_follows_everything);
 	inj_state_fini(&st);
 	return T_END();

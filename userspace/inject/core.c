@@ -43,7 +43,6 @@ EXPORT struct dev_config gpubpf_inject_config = {
     .magic = DEV_CONFIG_MAGIC,
     .version = DEV_CONFIG_VERSION,
     .max_rate = 1000,
-    .window_ms = 1000,
     .period_ms = 1000,
     .mode = DEV_MODE_ALWAYS,
     .written = DEV_CONFIG_GPUBPF_PART,
@@ -121,20 +120,17 @@ static bool session_present(void)
 	return gpubpf_launch_semaphore && gpubpf_records_semaphore;
 }
 
-/* Follow at most max_rate calls a second: 1 in N, N from the rate seen in the last
- * interval. A random 1-in-N keeps the estimate (seen/sampled x sampled time) unbiased. */
+/* Without windows (DEV_MODE_ALWAYS): follow at most max_rate calls a second, 1 in N, N
+ * from the rate seen in the last interval. A random 1-in-N keeps the estimate (seen/sampled
+ * x sampled time) unbiased. */
 static void plan_sampling(double now_ms, double *last_ms, uint64_t *last_seen)
 {
 	volatile struct dev_config *vc = &gpubpf_inject_config;
-	struct dev_config cfg = {.magic = vc->magic,
-				 .max_rate = vc->max_rate,
-				 .window_ms = vc->window_ms,
-				 .period_ms = vc->period_ms}; /* gpubpf may be writing it */
+	struct dev_config cfg = {.magic = vc->magic, .max_rate = vc->max_rate}; /* gpubpf may be writing it */
 	uint64_t seen = __atomic_load_n(&inj.ctr.launches_seen, __ATOMIC_RELAXED) +
 			__atomic_load_n(&inj.ctr.copies_seen, __ATOMIC_RELAXED);
 	double dt = (now_ms - *last_ms) / 1e3;
 	uint32_t n = 1;
-	bool open = true;
 
 	if (cfg.magic != DEV_CONFIG_MAGIC)
 		return;
@@ -146,10 +142,7 @@ static void plan_sampling(double now_ms, double *last_ms, uint64_t *last_seen)
 		if (n > 1u << 20)
 			n = 1u << 20;
 	}
-	if (cfg.period_ms > 0 && cfg.window_ms < cfg.period_ms)
-		open = (uint64_t)now_ms % cfg.period_ms < cfg.window_ms;
 	__atomic_store_n(&inj.every_n, n, __ATOMIC_RELAXED);
-	__atomic_store_n(&inj.window_open, open, __ATOMIC_RELAXED);
 	*last_ms = now_ms;
 	*last_seen = seen;
 }

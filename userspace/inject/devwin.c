@@ -152,6 +152,7 @@ int inj_sched_step(struct inj_sched *sc, struct inj_state *s, volatile struct de
 {
 	uint64_t period = (uint64_t)cfg->period_ms * 1000000ull, p;
 	volatile struct dev_win *w;
+	int idle;
 
 	*wake = now + 100000000ull;
 	if (cfg->mode != DEV_MODE_WINDOWS || !period) {
@@ -164,8 +165,10 @@ int inj_sched_step(struct inj_sched *sc, struct inj_state *s, volatile struct de
 		measure_start(s, cfg, now);
 	if (cfg->cost.state == DEV_COST_MEASURING)
 		return measure_step(sc, s, cfg, now, wake);
+	/* between windows: callbacks only while gpubpf has launch handles to name */
+	idle = cfg->names_wanted ? INJ_CB : 0;
 	if (!cfg->duty_ppm)
-		return 0; /* gpubpf has not planned yet */
+		return idle; /* gpubpf has not planned yet */
 	p = now / period;
 	w = sc->cur ? &cfg->win[sc->cur - 1] : NULL;
 	if (w && w->open && !w->close && now >= w->slot_close) {
@@ -179,14 +182,14 @@ int inj_sched_step(struct inj_sched *sc, struct inj_state *s, volatile struct de
 		/* a slot that passed while the watcher slept is planned anew in its period */
 		if (sc->period == p && w && w->close) {
 			*wake = (p + 1) * period;
-			return 0;
+			return idle;
 		}
 		w = plan(sc, cfg, p, period, now);
 	}
 	if (!w->open) {
 		if (now < w->slot_open) {
 			*wake = w->slot_open;
-			return 0;
+			return idle;
 		}
 		/* Opens now; activity goes on first, and launches are followed under its id once
 		 * it is (inj_sched_switched). A watcher that slept through the whole slot (a

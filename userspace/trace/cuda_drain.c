@@ -149,6 +149,7 @@ static void kernel_frame(struct cuda_tracer *c, const struct cuda_key *k, const 
 		return;
 	snprintf(buf, len, "[cuda kernel %#" PRIx64 "]", (uint64_t)k->object);
 	f->name = buf;
+	c->s->unnamed_launches++;
 }
 
 /* The user stack of a drained call, its first frame made the caller's call site. */

@@ -34,7 +34,7 @@ struct cpt_win {
 struct cpt_wtarget {
 	uint32_t tgid;
 	uint64_t addr; /* its struct dev_config; 0: gone */
-	uint32_t duty_ppm, written_ppm;
+	uint32_t duty_ppm, written_ppm, written_names;
 	struct dev_costs cost;
 	struct cpt_win win[DEV_WIN_RING];
 };
@@ -68,6 +68,8 @@ struct cupti_tracer {
 	uint64_t windows, followed, switch_ns, open_ns;
 	uint64_t unweighted;	/* records of a window whose books were gone: counted once */
 	uint64_t measured_recs; /* records of the cost measurement's launches: not counted */
+	uint32_t names_wanted;	/* callbacks on between windows: launch handles to name */
+	uint64_t unnamed_seen, naming_ticks;
 };
 
 /* ---- cupti.c ---- */

@@ -78,7 +78,7 @@ static int write_part(struct cupti_tracer *c, struct cpt_wtarget *t)
 	    cur.magic != DEV_CONFIG_MAGIC || cur.version != DEV_CONFIG_VERSION)
 		return -EINVAL;
 	cur.max_rate = c->max_rate;
-	cur.window_ms = 1000;
+	cur.names_wanted = c->names_wanted;
 	cur.period_ms = c->win ? (uint32_t)lround(c->period * 1000) : 1000;
 	cur.mode = c->win ? DEV_MODE_WINDOWS : DEV_MODE_ALWAYS;
 	cur.duty_ppm = t->duty_ppm;
@@ -88,6 +88,7 @@ static int write_part(struct cupti_tracer *c, struct cpt_wtarget *t)
 		return -errno;
 	}
 	t->written_ppm = t->duty_ppm;
+	t->written_names = c->names_wanted;
 	return 0;
 }
 
@@ -205,6 +206,13 @@ void cpt_win_tick(struct cupti_tracer *c)
 	if (measured && !ppm)
 		ppm = 1;
 	c->duty = ppm / 1e6;
+	/* Launches the probes counted whose handle had no name: the libraries' callbacks stay
+	 * on between windows (activity off) until the next tick, so that their next launches
+	 * name them. Their cost is counted. */
+	c->names_wanted = c->s->unnamed_launches != c->unnamed_seen;
+	c->unnamed_seen = c->s->unnamed_launches;
+	if (c->names_wanted)
+		c->naming_ticks++;
 	hmap_for_each(&c->tab, e)
 	{
 		struct cpt_wtarget *t;
@@ -214,7 +222,7 @@ void cpt_win_tick(struct cupti_tracer *c)
 		t = (struct cpt_wtarget *)(uintptr_t)e->val;
 		/* each library plans its windows at its own measured cost's duty, once known */
 		t->duty_ppm = t->cost.state == DEV_COST_DONE || t->cost.state == DEV_COST_IDLE ? (ppm ? ppm : 1) : 0;
-		if (t->addr && t->duty_ppm != t->written_ppm)
+		if (t->addr && (t->duty_ppm != t->written_ppm || c->names_wanted != t->written_names))
 			write_part(c, t);
 	}
 }
@@ -353,9 +361,11 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 		    "it off, callbacks %.2f us timed in them) against %.2f us without; estimated overhead %.3g%% "
 		    "(%" PRIu64 " launches followed in %" PRIu64
 		    " windows %.3g%%, their switches %.3g%%, the measurement %.3g%%, "
-		    "all launching threads together)",
+		    "all launching threads together); callbacks kept on between windows in %" PRIu64
+		    " ticks to name new launch handles, not counted",
 		    100 * c->duty, c->period, (act + cb) / n / 1e3, act / n / 1e3, cb / n / 1e3, (base - cb) / n / 1e3,
-		    100 * total, c->followed, c->windows, 100 * parts[0], 100 * parts[1], 100 * parts[2]);
+		    100 * total, c->followed, c->windows, 100 * parts[0], 100 * parts[1], 100 * parts[2],
+		    c->naming_ticks);
 	}
 	est_group_total(&c->est, 0, &k);
 	est_group_total(&c->est, 1, &t);

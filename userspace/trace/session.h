@@ -39,6 +39,10 @@ struct session {
 	 * CUDA tracer that names launches (cuda.c); NULL until the tracer sets it. */
 	void (*kernel_name)(void *ctx, uint32_t tgid, uint64_t handle, const char *mangled);
 	void *kernel_name_ctx;
+	/* launches drained whose handle had no name yet ([cuda kernel 0x...]): device time in
+	 * windows keeps the library's callbacks on between windows while this grows, so the
+	 * handles get named (cupti_win.c) */
+	uint64_t unnamed_launches;
 	struct task_offsets task_off; /* kbtf.c: read-only data of every BPF object */
 };
 

@@ -13,6 +13,9 @@
  *                             exist only then, and 5 us of work follow it; prints the
  *                             truth: launches, kernel_ns, and both from the first window's
  *                             period on (windowed_launches, windowed_kernel_ns)
+ *   producer loop SECONDS     one thread launching back to back (the same launches) for
+ *                             SECONDS after a session attached (PRODUCER_ALONE=1: at once,
+ *                             no session: the job alone); prints launches_per_sec
  *   producer idle SECONDS [LIBCUPTI]
  *                             what the driver does: InitializeInjection() with the CUPTI
  *                             backend, then CPU work; the job must run on, session or not.
@@ -28,6 +31,7 @@
  *   site_copies:   REPEAT cudaMemcpyAsync HtoD 4096 bytes 700 ns and cudaMemsetAsync 128 ns
  *   unsampled:     records of REPEAT correlation ids no callback announced: dropped */
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -364,6 +368,43 @@ __attribute__((unused)) static int windows_run(double seconds)
 	return 0;
 }
 
+/* A launch-bound loop: the throughput alone, and under gpubpf (make bench). */
+__attribute__((unused)) static int loop_run(double seconds)
+{
+	bool alone = getenv("PRODUCER_ALONE") != NULL;
+	uint64_t n = 0;
+	double t0, t;
+	int waited = 0;
+
+	if (gpubpf_inject_test_start()) {
+		fprintf(stderr, "producer: cannot start the library\n");
+		return 1;
+	}
+	while (!alone && gpubpf_inject_test_state() != DEV_ST_SYNTHETIC) {
+		if (waited++ > 300) {
+			fprintf(stderr, "producer: no gpubpf session attached in 30 s\n");
+			return 1;
+		}
+		sleep_ms(100);
+	}
+	w_t0 = t0 = mono_s();
+	do {
+		for (int i = 0; i < 100; i++)
+			site_window_launch();
+		n += 100;
+		t = mono_s();
+	} while (t - t0 < seconds);
+	pthread_mutex_lock(&buf_lock);
+	gpubpf_inject_test_buffer(buffer, buf_used);
+	buf_used = 0;
+	pthread_mutex_unlock(&buf_lock);
+	printf("producer: launches=%llu launches_per_sec=%.1f\n", (unsigned long long)n, (double)n / (t - t0));
+	fflush(stdout);
+	if (!alone)
+		sleep_ms(1500);
+	return 0;
+}
+
 /* A program that is over before a watcher would have looked: the library must follow
  * it from InitializeInjection on, and deliver at exit what "CUPTI" still holds. */
 __attribute__((unused)) static int short_run(int repeat)
@@ -452,13 +493,15 @@ int main(int argc, char **argv)
 		return synth(argc >= 3 ? atoi(argv[2]) : 10);
 	if (argc >= 2 && strcmp(argv[1], "short") == 0)
 		return short_run(argc >= 3 ? atoi(argv[2]) : 10);
+	if (argc >= 3 && strcmp(argv[1], "loop") == 0)
+		return loop_run(atof(argv[2]));
 	if (argc >= 3 && strcmp(argv[1], "windows") == 0)
 		return windows_run(atof(argv[2]));
 	if (argc >= 3 && strcmp(argv[1], "idle") == 0)
 		return idle(atof(argv[2]), argc >= 4 ? argv[3] : NULL);
 	fprintf(stderr,
-		"usage: producer synth [REPEAT] | producer short [REPEAT] | producer windows SECONDS | producer idle "
-		"SECONDS [LIBCUPTI]\n");
+		"usage: producer synth [REPEAT] | producer short [REPEAT] | producer windows SECONDS | producer loop "
+		"SECONDS | producer idle SECONDS [LIBCUPTI]\n");
 	return 2;
 }
 #endif
