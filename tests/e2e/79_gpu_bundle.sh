@@ -39,7 +39,9 @@ for wl in runtime_wl_shared runtime_wl_static; do
 done
 got=$(row "unnamed launches, driver_wl")
 [ "$got" = "0 of 109|PASS" ] && pass "selftest:names:driver_wl" || fail "selftest:names:driver_wl" "'$got'"
-if grep -q "^6	throughput, launch_loop (medians of 1)	alone [0-9]*/s, default [0-9.]*, default+device time [0-9.]*, --exact [0-9.]*	" "$R"; then
+# each mode's ratio, with gpubpf's estimate beside the measured slowdown
+E=' (est\. [0-9.e+-]*%, meas\. [0-9.e+-]*%)'
+if grep -q "^6	throughput, launch_loop (medians of 1)	alone [0-9]*/s, default [0-9.]*$E, default+device time [0-9.]*$E, --exact [0-9.]*$E	" "$R"; then
 	pass "selftest:throughput-row"
 else
 	fail "selftest:throughput-row" "$(grep throughput "$R")"

@@ -73,9 +73,16 @@ print(f"# {t} launches, estimated {k:.0f} ({100 * (k / t - 1):+.1f}%), 95% CI +-
 PY
 }
 
-# A 5% budget: windows long enough for an interval of a useful width in 4 s.
+# A 5% budget: windows long enough for an interval of a useful width in 4 s. A 95%
+# interval misses the truth one run in twenty by design: a miss is run again once, and
+# the second run must hold it (both missing: 1 in 400).
 if run_windows b5 5 4; then
-	check_windows b5 25 60
+	check_windows b5 25 60 >"$TMP/b5.verdicts"
+	if grep -q '^FAIL .*in-stated-interval' "$TMP/b5.verdicts" && run_windows b5 5 4; then
+		sed -n 's/^FAIL \(.*in-stated-interval\): /# first run: \1: /p' "$TMP/b5.verdicts"
+		check_windows b5 25 60 >"$TMP/b5.verdicts"
+	fi
+	cat "$TMP/b5.verdicts"
 	# the profile's samples are the estimate the comment states
 	got=$(pprof -traces -sample_index=gpu_kernel_time -unit=ns "$TMP/b5.pb.gz" | awk '/ns /{gsub("ns","",$1); s+=$1} END {printf "%.0f", s}')
 	want=$(sed -n 's/.*gpu estimate: .*kernel time \([0-9.e+]*\) ms,.*/\1/p' "$TMP/b5.raw")

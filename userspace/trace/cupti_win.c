@@ -31,6 +31,7 @@
 #include "cupti.skel.h"
 #include "hmap.h"
 #include "log.h"
+#include "numfmt.h"
 #include "profile.h"
 #include "windows.h"
 
@@ -307,22 +308,6 @@ double cupti__overhead(struct cupti_tracer *c, double elapsed, double *parts)
 	return elapsed > 0 ? (launches + sw + calib) / elapsed : 0;
 }
 
-static const char *grouped(char *buf, size_t len, double v)
-{
-	char raw[32];
-	size_t n, o = 0;
-
-	snprintf(raw, sizeof(raw), "%.0f", v < 0 ? 0 : v);
-	n = strlen(raw);
-	for (size_t i = 0; i < n && o + 2 < len; i++) {
-		if (i && (n - i) % 3 == 0)
-			buf[o++] = ',';
-		buf[o++] = raw[i];
-	}
-	buf[o] = '\0';
-	return buf;
-}
-
 void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 {
 	struct est_total k, t;
@@ -373,17 +358,17 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 		profile__add_comment(c->s->prof,
 				     "gpu estimate: kernels %s, kernel time %.4g ms, from %s device records seen in "
 				     "windows of %d periods (too few sampled periods for an interval)",
-				     grouped(e, sizeof(e), k.est), t.est / 1e6, grouped(seen, sizeof(seen), k.seen),
-				     k.periods);
+				     numfmt__grouped(e, sizeof(e), k.est), t.est / 1e6,
+				     numfmt__grouped(seen, sizeof(seen), k.seen), k.periods);
 		return;
 	}
 	profile__add_comment(c->s->prof,
 			     "gpu estimate: kernels %s, 95%% CI %s-%s (+-%.2g%%); kernel time %.4g ms, 95%% CI "
 			     "%.4g-%.4g ms (+-%.2g%%); from %s device records seen in windows of %d of %d periods",
-			     grouped(e, sizeof(e), k.est), grouped(lo, sizeof(lo), k.lo), grouped(hi, sizeof(hi), k.hi),
-			     k.est > 0 ? 50 * (k.hi - k.lo) / k.est : 0, t.est / 1e6, t.lo / 1e6, t.hi / 1e6,
-			     t.est > 0 ? 50 * (t.hi - t.lo) / t.est : 0, grouped(seen, sizeof(seen), k.seen), k.sampled,
-			     k.periods);
+			     numfmt__grouped(e, sizeof(e), k.est), numfmt__grouped(lo, sizeof(lo), k.lo),
+			     numfmt__grouped(hi, sizeof(hi), k.hi), k.est > 0 ? 50 * (k.hi - k.lo) / k.est : 0,
+			     t.est / 1e6, t.lo / 1e6, t.hi / 1e6, t.est > 0 ? 50 * (t.hi - t.lo) / t.est : 0,
+			     numfmt__grouped(seen, sizeof(seen), k.seen), k.sampled, k.periods);
 }
 
 void cupti__set_windows(struct cupti_tracer *c, struct windows *w, double period)

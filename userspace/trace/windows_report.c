@@ -23,6 +23,7 @@
 #include "cuda.h"
 #include "hmap.h"
 #include "log.h"
+#include "numfmt.h"
 #include "profile.h"
 #include "readfile.h"
 #include "windows.h"
@@ -46,23 +47,6 @@ void windows__duty_text(const struct governor *gv, char *buf, size_t len)
 	}
 }
 
-/* "12,345" */
-static const char *grouped(char *buf, size_t len, double v)
-{
-	char raw[32];
-	size_t n, o = 0;
-
-	snprintf(raw, sizeof(raw), "%.0f", v < 0 ? 0 : v);
-	n = strlen(raw);
-	for (size_t i = 0; i < n && o + 2 < len; i++) {
-		if (i && (n - i) % 3 == 0)
-			buf[o++] = ',';
-		buf[o++] = raw[i];
-	}
-	buf[o] = '\0';
-	return buf;
-}
-
 static void estimate_comment(struct profile *prof, const char *group, const char *what, const struct est_total *t,
 			     const struct windows_summary *sum)
 {
@@ -71,7 +55,7 @@ static void estimate_comment(struct profile *prof, const char *group, const char
 
 	if (!t->sampled) {
 		profile__add_comment(prof, "cuda estimate: %s: %s %s, every call seen (attached all the time)", group,
-				     grouped(e, sizeof(e), t->est), what);
+				     numfmt__grouped(e, sizeof(e), t->est), what);
 		return;
 	}
 	if (t->sampled < 2) {
@@ -81,8 +65,8 @@ static void estimate_comment(struct profile *prof, const char *group, const char
 				     "cuda estimate: %s: %s %s, no confidence interval (one sampled period: a "
 				     "recording this short is a rough estimate), from %s calls seen in windows of "
 				     "%d of %d periods",
-				     group, grouped(e, sizeof(e), t->est), what, grouped(seen, sizeof(seen), t->seen),
-				     t->sampled, t->periods);
+				     group, numfmt__grouped(e, sizeof(e), t->est), what,
+				     numfmt__grouped(seen, sizeof(seen), t->seen), t->sampled, t->periods);
 		return;
 	}
 	/* Said apart: sampling cannot narrow it, only timing the traps better (or --exact). */
@@ -104,9 +88,9 @@ static void estimate_comment(struct profile *prof, const char *group, const char
 	profile__add_comment(prof,
 			     "cuda estimate: %s: %s %s, 95%% CI %s-%s (+-%.2g%%), from %s calls seen in windows of "
 			     "%d of %d periods%s",
-			     group, grouped(e, sizeof(e), t->est), what, grouped(lo, sizeof(lo), t->lo),
-			     grouped(hi, sizeof(hi), t->hi), t->est > 0 ? 100 * half / t->est : 0,
-			     grouped(seen, sizeof(seen), t->seen), t->sampled, t->periods, sys);
+			     group, numfmt__grouped(e, sizeof(e), t->est), what, numfmt__grouped(lo, sizeof(lo), t->lo),
+			     numfmt__grouped(hi, sizeof(hi), t->hi), t->est > 0 ? 100 * half / t->est : 0,
+			     numfmt__grouped(seen, sizeof(seen), t->seen), t->sampled, t->periods, sys);
 }
 
 /* The parts of what gpubpf cost the busiest thread, as fractions of ELAPSED. */
