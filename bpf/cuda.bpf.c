@@ -231,16 +231,6 @@ static __always_inline void task_times(__u64 *ut, __u64 *st)
 	}
 }
 
-static __always_inline __u64 task_nvcsw(void)
-{
-	void *task = (void *)bpf_get_current_task();
-	__u64 n = 0;
-
-	if (task_off.nvcsw)
-		bpf_probe_read_kernel(&n, sizeof(n), task + task_off.nvcsw);
-	return n;
-}
-
 /* This hit of group G by thread TID began at START: add its cost (the program's run time
  * so far and the trap around it) to the group and, in a window, to the thread. A counted
  * call (not a nested one) after the thread slept starts a new run: the delay the probes

@@ -122,16 +122,6 @@ static __always_inline void stat_inc(__u32 idx)
 		*v += 1;
 }
 
-static __always_inline __u64 task_nvcsw(void)
-{
-	void *task = (void *)bpf_get_current_task();
-	__u64 n = 0;
-
-	if (task_off.nvcsw)
-		bpf_probe_read_kernel(&n, sizeof(n), task + task_off.nvcsw);
-	return n;
-}
-
 /* A launch followed in device-time window WIN by TID: its run since it last slept. */
 static __always_inline void count_run(__u32 tgid, __u32 tid, __u32 win)
 {

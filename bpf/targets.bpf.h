@@ -21,6 +21,18 @@ const volatile __u32 self_tgid = 0;
  * not parse the kernel's BTF again for every object. */
 const volatile struct task_offsets task_off = {};
 
+/* The current thread's voluntary context switches (it slept or waited since, if they
+ * grew). */
+static __always_inline __u64 task_nvcsw(void)
+{
+	void *task = (void *)bpf_get_current_task();
+	__u64 n = 0;
+
+	if (task_off.nvcsw)
+		bpf_probe_read_kernel(&n, sizeof(n), task + task_off.nvcsw);
+	return n;
+}
+
 /* Thread and process names by (tid, names), and each thread's latest at (tid, 0):
  * labels for samples of threads gone by export time, as they were named when sampled.
  * LRU, so -a on a busy host cannot fill it. Shared like targets. */

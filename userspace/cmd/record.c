@@ -150,15 +150,16 @@ static void print_summary(struct engine *e, const char *gpu_summary)
 		fprintf(stderr, ", %llu CUDA calls traced", (unsigned long long)e->cs.calls);
 		if (e->windowed)
 			fprintf(stderr, " in windows (%s; estimates scaled)", duty);
-		{
-			double lo, hi, mid = windows__overhead(e->win, e->gcost, &e->gov, e->elapsed, &lo, &hi);
-			double dev = cupti__overhead(e->cupti, e->elapsed, NULL);
+	}
+	{
+		/* the probes' windows, CPU sampling, and device time in windows at its measured
+		 * cost per launch, counted the same */
+		double dev = cupti__overhead(e->cupti, e->elapsed, NULL), lo, hi, mid;
 
-			/* device time in windows: its measured cost per launch, counted the same */
-			mid += dev;
-			lo += dev;
-			hi += dev;
-
+		mid = windows__overhead(e->win, e->gcost, &e->gov, e->elapsed, &lo, &hi) + dev;
+		lo += dev;
+		hi += dev;
+		if (e->cs.objects || dev > 0) {
 			fprintf(stderr, ", overhead ~%.2g%%", 100 * mid);
 			if (hi - lo > 0.1 * mid)
 				fprintf(stderr, " (%.2g-%.2g%%: the traps' cost in the job)", 100 * lo, 100 * hi);

@@ -67,6 +67,12 @@ static struct cpt_wtarget *target(struct cupti_tracer *c, uint32_t tgid, bool cr
 	return t;
 }
 
+/* The target of a table entry, or NULL for entries of other kinds. */
+static struct cpt_wtarget *as_target(const struct hmap_ent *e)
+{
+	return e->k[2] == HK_WINT && e->val ? (struct cpt_wtarget *)(uintptr_t)e->val : NULL;
+}
+
 /* gpubpf's part of the config: the mode, the period, the duty (its first bytes only: the
  * library writes the rest). The address comes from the target: a config of ours must be
  * there first. */
@@ -184,12 +190,11 @@ void cpt_win_tick(struct cupti_tracer *c)
 		return;
 	hmap_for_each(&c->tab, e)
 	{
-		struct cpt_wtarget *t;
+		struct cpt_wtarget *t = as_target(e);
 		double cost, base;
 
-		if (e->k[2] != HK_WINT || !e->val)
+		if (!t)
 			continue;
-		t = (struct cpt_wtarget *)(uintptr_t)e->val;
 		read_target(c, t);
 		if (!launch_cost(c, t, &cost, &base))
 			continue;
@@ -216,11 +221,10 @@ void cpt_win_tick(struct cupti_tracer *c)
 		c->naming_ticks++;
 	hmap_for_each(&c->tab, e)
 	{
-		struct cpt_wtarget *t;
+		struct cpt_wtarget *t = as_target(e);
 
-		if (e->k[2] != HK_WINT || !e->val)
+		if (!t)
 			continue;
-		t = (struct cpt_wtarget *)(uintptr_t)e->val;
 		/* each library plans its windows at its own measured cost's duty, once known */
 		t->duty_ppm = t->cost.state == DEV_COST_DONE || t->cost.state == DEV_COST_IDLE ? (ppm ? ppm : 1) : 0;
 		if (t->addr && (t->duty_ppm != t->written_ppm || c->names_wanted != t->written_names))
@@ -283,12 +287,11 @@ double cupti__overhead(struct cupti_tracer *c, double elapsed, double *parts)
 
 	hmap_for_each(&c->tab, e)
 	{
-		struct cpt_wtarget *t;
+		struct cpt_wtarget *t = as_target(e);
 		double k, b;
 
-		if (e->k[2] != HK_WINT || !e->val)
+		if (!t)
 			continue;
-		t = (struct cpt_wtarget *)(uintptr_t)e->val;
 		if (!launch_cost(c, t, &k, &b))
 			continue;
 		cost += k;
@@ -319,11 +322,10 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 		return;
 	hmap_for_each(&c->tab, en)
 	{
-		const struct cpt_wtarget *w;
+		const struct cpt_wtarget *w = as_target(en);
 
-		if (en->k[2] != HK_WINT || !en->val)
+		if (!w)
 			continue;
-		w = (const struct cpt_wtarget *)(uintptr_t)en->val;
 		if (w->cost.state != DEV_COST_DONE)
 			continue;
 		act += w->cost.on_ns > w->cost.off_ns ? (double)(w->cost.on_ns - w->cost.off_ns) : 0;

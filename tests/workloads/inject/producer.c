@@ -195,24 +195,33 @@ __attribute__((noinline)) static void site_copies(void)
 	memset_rec(c2, 128, 128);
 }
 
-__attribute__((unused)) static int synth(int repeat)
+/* Start the library (synthetic backend) and, unless ALONE, wait until a session attaches
+ * (the library's watcher sees the semaphores); READY: say "ready" first. 0, or 1 with why
+ * on stderr. */
+static int start_session(bool ready, bool alone)
 {
-	int waited = 0;
-
 	if (gpubpf_inject_test_start()) {
 		fprintf(stderr, "producer: cannot start the library\n");
 		return 1;
 	}
-	printf("ready\n");
-	fflush(stdout);
-	/* Until a session attaches (the library's watcher sees the semaphores). */
-	while (gpubpf_inject_test_state() != DEV_ST_SYNTHETIC) {
-		if (waited++ > 300) {
+	if (ready) {
+		printf("ready\n");
+		fflush(stdout);
+	}
+	for (int waited = 0; !alone && gpubpf_inject_test_state() != DEV_ST_SYNTHETIC; waited++) {
+		if (waited > 300) {
 			fprintf(stderr, "producer: no gpubpf session attached in 30 s\n");
 			return 1;
 		}
 		sleep_ms(100);
 	}
+	return 0;
+}
+
+__attribute__((unused)) static int synth(int repeat)
+{
+	if (start_session(true, false))
+		return 1;
 	/* Let gpubpf see the library's status and write its sampling settings first. */
 	sleep_ms(1200);
 	for (int i = 0; i < repeat; i++) {
@@ -324,21 +333,9 @@ static void *window_thread(void *arg)
 __attribute__((unused)) static int windows_run(double seconds)
 {
 	pthread_t th[2];
-	int waited = 0;
 
-	if (gpubpf_inject_test_start()) {
-		fprintf(stderr, "producer: cannot start the library\n");
+	if (start_session(true, false))
 		return 1;
-	}
-	printf("ready\n");
-	fflush(stdout);
-	while (gpubpf_inject_test_state() != DEV_ST_SYNTHETIC) {
-		if (waited++ > 300) {
-			fprintf(stderr, "producer: no gpubpf session attached in 30 s\n");
-			return 1;
-		}
-		sleep_ms(100);
-	}
 	w_t0 = mono_s();
 	w_end = w_t0 + seconds;
 	for (long i = 0; i < 2; i++)
@@ -374,19 +371,9 @@ __attribute__((unused)) static int loop_run(double seconds)
 	bool alone = getenv("PRODUCER_ALONE") != NULL;
 	uint64_t n = 0;
 	double t0, t;
-	int waited = 0;
 
-	if (gpubpf_inject_test_start()) {
-		fprintf(stderr, "producer: cannot start the library\n");
+	if (start_session(false, alone))
 		return 1;
-	}
-	while (!alone && gpubpf_inject_test_state() != DEV_ST_SYNTHETIC) {
-		if (waited++ > 300) {
-			fprintf(stderr, "producer: no gpubpf session attached in 30 s\n");
-			return 1;
-		}
-		sleep_ms(100);
-	}
 	w_t0 = t0 = mono_s();
 	do {
 		for (int i = 0; i < 100; i++)
@@ -462,14 +449,7 @@ __attribute__((unused)) static int idle(double seconds, const char *preload)
 /* Start the library and wait for a session to attach: 0, or 1 after 30 s without one. */
 EXPORT int producer_start(void)
 {
-	if (gpubpf_inject_test_start())
-		return 1;
-	for (int waited = 0; gpubpf_inject_test_state() != DEV_ST_SYNTHETIC; waited++) {
-		if (waited > 300)
-			return 1;
-		sleep_ms(100);
-	}
-	return 0;
+	return start_session(false, false);
 }
 
 /* One cudaLaunchKernel of kernel_a (1000 ns), from the caller's stack. */
