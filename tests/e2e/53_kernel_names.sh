@@ -37,6 +37,25 @@ named() {
 	fi
 }
 
+# Default mode: device time runs in windows, and between them the library's callbacks
+# stay on until gpubpf has drained launches all named; the launches come 1.5 s after the
+# session attached (the cost measured, the windows running). Counts are estimates there:
+# only the names are checked.
+out=$TMP/default.pb.gz
+if GPUBPF_WINDOW_PERIOD=0.1 "$GPUBPF" record -o "$out" -- "$HH" cupti 2000 1500 >"$TMP/default.log" 2>&1 &&
+	wl_summary "$TMP/default.log" heap_handles; then
+	pprof -sample_index=cuda_launches -raw "$out" >"$TMP/default.raw"
+	got=$(pprof -sample_index=cuda_launches -top -nodecount=1000 "$out" | awk 'index($0, "cupti_kernel()") { print $1; exit }')
+	unnamed=$(grep -c '\[cuda kernel 0x' "$TMP/default.raw")
+	if [ "${got:-0}" -gt 0 ] && [ "$unnamed" = 0 ]; then
+		pass "cupti-symbol-default-mode"
+	else
+		fail "cupti-symbol-default-mode" "'cupti_kernel()' ${got:-0}, unnamed frames $unnamed"
+	fi
+else
+	fail "cupti-symbol-default-mode" "$(tail -3 "$TMP/default.log" | tr '\n' ';')"
+fi
+
 named stub-frame "heap_kernel(float*, int)" stub 25
 named cupti-symbol "cupti_kernel()" cupti 25
 named driver-long-name "at::native::vectorized_elementwise_kernel<4, at::native::Functor<std::tuple<float, double, std::map<" \

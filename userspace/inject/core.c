@@ -45,6 +45,7 @@ EXPORT struct dev_config gpubpf_inject_config = {
     .max_rate = 1000,
     .period_ms = 1000,
     .mode = DEV_MODE_ALWAYS,
+    .names_wanted = 1,
     .written = DEV_CONFIG_GPUBPF_PART,
 };
 _Static_assert(offsetof(struct dev_config, written) == DEV_CONFIG_GPUBPF_PART, "gpubpf writes this much");
@@ -174,6 +175,8 @@ static void attach_now(void)
 	/* A session that wants windows attached the windows probe before launch's. */
 	cfg->mode = gpubpf_windows_semaphore ? DEV_MODE_WINDOWS : DEV_MODE_ALWAYS;
 	cfg->duty_ppm = 0;
+	/* callbacks on between windows until gpubpf says every launch it counted is named */
+	cfg->names_wanted = 1;
 	memset((void *)&cfg->cost, 0, sizeof(cfg->cost));
 	memset((void *)cfg->win, 0, sizeof(cfg->win));
 	memset(&sched, 0, sizeof(sched));

@@ -119,6 +119,7 @@ static void kernel_frame(struct cuda_tracer *c, const struct cuda_key *k, const 
 	f->kind = PROF_FRAME_SYNTH;
 	f->addr = k->object;
 	f->sys_name = NULL;
+	c->s->kernel_launches++;
 	if (a->cls == CC_GRAPH) {
 		f->name = "[cuda graph]";
 		return;

@@ -69,7 +69,8 @@ struct cupti_tracer {
 	uint64_t unweighted;	/* records of a window whose books were gone: counted once */
 	uint64_t measured_recs; /* records of the cost measurement's launches: not counted */
 	uint32_t names_wanted;	/* callbacks on between windows: launch handles to name */
-	uint64_t unnamed_seen, naming_ticks;
+	bool named_tick;	/* the last tick that drained launches named them all */
+	uint64_t unnamed_seen, launches_seen, naming_ticks;
 };
 
 /* ---- cupti.c ---- */

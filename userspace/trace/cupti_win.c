@@ -212,10 +212,20 @@ void cpt_win_tick(struct cupti_tracer *c)
 	if (measured && !ppm)
 		ppm = 1;
 	c->duty = ppm / 1e6;
-	/* Launches the probes counted whose handle had no name: the libraries' callbacks stay
-	 * on between windows (activity off) until the next tick, so that their next launches
-	 * name them. Their cost is counted. */
-	c->names_wanted = c->s->unnamed_launches != c->unnamed_seen;
+	/* From attach until a tick drains no launch whose handle had no name, the libraries'
+	 * callbacks stay on between windows (activity off, nothing followed), so that every
+	 * handle the job launches is named as it is first launched, as when they were on all
+	 * the time; and again whenever a tick meets an unnamed one. */
+	{
+		bool unnamed = c->s->unnamed_launches != c->unnamed_seen,
+		     launched = c->s->kernel_launches != c->launches_seen;
+
+		/* a tick that drained launches, every one named */
+		if (launched || unnamed)
+			c->named_tick = launched && !unnamed;
+		c->names_wanted = !c->named_tick;
+		c->launches_seen = c->s->kernel_launches;
+	}
 	c->unnamed_seen = c->s->unnamed_launches;
 	if (c->names_wanted)
 		c->naming_ticks++;
@@ -378,6 +388,7 @@ void cupti__set_windows(struct cupti_tracer *c, struct windows *w, double period
 	c->win = w;
 	c->period = period > 0 ? period : 1;
 	c->p0 = mono_ns() / (uint64_t)llround(c->period * 1e9);
+	c->names_wanted = 1;
 	/* every call in a window is followed */
 	if (w)
 		c->max_rate = 0;

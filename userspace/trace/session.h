@@ -43,6 +43,7 @@ struct session {
 	 * windows keeps the library's callbacks on between windows while this grows, so the
 	 * handles get named (cupti_win.c) */
 	uint64_t unnamed_launches;
+	uint64_t kernel_launches;     /* ... of all launches drained (their kernel frame made) */
 	struct task_offsets task_off; /* kbtf.c: read-only data of every BPF object */
 };
 

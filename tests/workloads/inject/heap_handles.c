@@ -7,10 +7,13 @@
  *   heap_handles stub N    N launches from __device_stub__Z11heap_kernelPfi, the frame
  *                          nvcc generates for kernel heap_kernel(float*, int): the stack
  *                          names the kernel
- *   heap_handles cupti N   N launches from a site with no stub frame (inlined, as in
+ *   heap_handles cupti N [DELAY_MS]
+ *                          N launches from a site with no stub frame (inlined, as in
  *                          PyTorch's release builds), each announced to the injection
  *                          library's synthetic CUPTI with its symbolName
- *                          _Z12cupti_kernelv and its params: CUPTI names the kernel
+ *                          _Z12cupti_kernelv and its params: CUPTI names the kernel;
+ *                          DELAY_MS after the session attached (its device-time windows
+ *                          running by then, in default mode)
  *   heap_handles driver N LIBCUDA
  *                          N cuLaunchKernel of a CUfunction from cuModuleGetFunction of a
  *                          kernel whose mangled name is 278 bytes (2,049 demangled), with
@@ -111,6 +114,12 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			nanosleep(&ts, NULL);
+		}
+		if (argc > 3) {
+			long ms = atol(argv[3]);
+			struct timespec d = {ms / 1000, (ms % 1000) * 1000000L};
+
+			nanosleep(&d, NULL);
 		}
 		for (int i = 0; i < n; i++)
 			inlined_site(5000 + (uint32_t)i);
