@@ -158,7 +158,7 @@ struct dev_win {
 struct dev_costs {
 	__u32 state;	     /* DEV_COST_* */
 	__u32 calls;	     /* launch calls timed, both halves */
-	__u64 on_ns;	     /* a launch call with activity on and followed (mean, the slowest tenth left out) */
+	__u64 on_ns;	     /* a launch call with activity on and followed (mean of the faster half) */
 	__u64 off_ns;	     /* ... with activity off, callbacks on, not followed */
 	__u64 callback_ns;   /* the library's own callbacks, per launch call, in the "off" halves */
 	__u64 switch_ns;     /* turning activity and callbacks on and off once (the watcher's) */

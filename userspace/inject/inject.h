@@ -159,7 +159,7 @@ void inj_sched_switched(struct inj_sched *sc, struct inj_state *s, volatile stru
  * INJ_MIN_SLOT_NS. */
 uint32_t inj_slots(uint32_t ppm, uint64_t period);
 
-/* The mean of N durations, the slowest tenth left out (sorts them). */
+/* The mean of the faster half of N durations (sorts them). */
 uint32_t inj_tmean(uint32_t *v, uint32_t n);
 
 /* CUpti_ActivityMemcpyKind -> DEV_DIR_*. */
