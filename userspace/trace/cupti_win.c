@@ -166,7 +166,7 @@ static void read_target(struct cupti_tracer *c, struct cpt_wtarget *t)
 			continue;
 		/* closed: planned into its period's estimates, and into the books */
 		p = period_ns ? w->slot_open / period_ns : 0;
-		if (p >= c->p0) {
+		if (p >= c->p0 && !c->s->opts->daemon) {
 			struct est_period *ep = est_group_period(&c->est, p - c->p0);
 
 			if (ep)
@@ -283,7 +283,9 @@ void cpt_win_add(struct cupti_tracer *c, uint64_t period, double w, const struct
 {
 	struct est_period *ep;
 
-	if (!c->win || period < c->p0)
+	/* the agent says no estimate of a whole recording: its periods are not kept (they
+	 * would grow with its days) */
+	if (!c->win || period < c->p0 || c->s->opts->daemon)
 		return;
 	ep = est_group_period(&c->est, period - c->p0);
 	if (ep)

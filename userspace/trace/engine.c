@@ -248,6 +248,8 @@ int engine__open_tracers(struct engine *e)
 			return err;
 		}
 		cuda__set_windows(e->cuda, e->win);
+		if (o->daemon)
+			windows__no_estimates(e->win);
 	}
 	/* Device time: the injection library's USDT probes, where a target has it. */
 	e->cupti = cupti__new(s, procs__targets_fd(s->procs), s->comms_fd);

@@ -250,7 +250,7 @@ static void open_window(struct windows *w, int g)
 	r->planned = s->slot_len > 0 ? s->slot_len : s->wclose - s->wopen;
 	s->slot_len = 0;
 	{
-		struct est_period *p = est_group_period(&w->est[g], w->pi);
+		struct est_period *p = w->no_estimates ? NULL : est_group_period(&w->est[g], w->pi);
 
 		if (p)
 			est_period_plan(p, w->period, r->weight);
@@ -523,6 +523,13 @@ void windows__stop(struct windows *w)
 
 /* ---- the drains' side ------------------------------------------------------------------ */
 
+void windows__no_estimates(struct windows *w)
+{
+	pthread_mutex_lock(&w->lock);
+	w->no_estimates = true;
+	pthread_mutex_unlock(&w->lock);
+}
+
 void windows__set_device(struct windows *w, double util, double fixed)
 {
 	struct gov_group *g;
@@ -573,7 +580,7 @@ void windows__add(struct windows *w, uint32_t id, double n, const double values[
 	pthread_mutex_lock(&w->lock);
 	r = rec_of(w, id);
 	if (r) {
-		struct est_period *p = est_group_period(&w->est[r->group], r->period);
+		struct est_period *p = w->no_estimates ? NULL : est_group_period(&w->est[r->group], r->period);
 
 		if (p)
 			est_period_add(p, weight, d, n, values);

@@ -60,6 +60,10 @@ struct windows_summary {
 };
 void windows__summary(struct windows *w, struct windows_summary *out);
 
+/* Keep no per-period estimates (the agent: they would grow with its days, and it states
+ * none); the weights of calls are kept as ever. */
+void windows__no_estimates(struct windows *w);
+
 /* Device time (the governor's group CG__COUNT, cupti_win.c): costs UTIL of a thread that
  * does nothing but launch while on, and FIXED seconds a window; planned from the next
  * period on. */

@@ -85,6 +85,7 @@ struct windows {
 	uint64_t late, moved; /* windows opened late (> LATE_S), moved past their slot */
 	double late_s;	      /* how late those opened, in all */
 	unsigned short xsubi[3];
+	bool no_estimates; /* the agent: no per-period estimates kept (windows__no_estimates) */
 };
 
 #endif /* GPUBPF_WINDOWS_INT_H */
