@@ -119,8 +119,13 @@ renewals=$(metric gpubpf_agent_session_renewals_total)
 listening=$(python3 - "$AGENT_PID" "$MPORT" <<'EOF'
 import os, sys
 pid, port = sys.argv[1], int(sys.argv[2])
-inodes = {os.readlink(f"/proc/{pid}/fd/{f}")[8:-1] for f in os.listdir(f"/proc/{pid}/fd")
-          if os.readlink(f"/proc/{pid}/fd/{f}").startswith("socket:")}
+def link(f):
+    # the agent opens and closes descriptors all the time: one may go between the two reads
+    try:
+        return os.readlink(f"/proc/{pid}/fd/{f}")
+    except OSError:
+        return ""
+inodes = {l[8:-1] for l in map(link, os.listdir(f"/proc/{pid}/fd")) if l.startswith("socket:")}
 out = []
 for tab in ("/proc/net/tcp", "/proc/net/tcp6"):
     for line in open(tab).read().splitlines()[1:]:

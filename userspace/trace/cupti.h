@@ -58,8 +58,9 @@ struct windows;
 void cupti__set_windows(struct cupti_tracer *c, struct windows *w, double period);
 
 /* What device time cost the targets' launching threads over ELAPSED seconds (a fraction),
- * as estimated from the measured costs; PARTS (may be NULL): [launches followed, window
- * switches, the cost measurement]. 0 without windows. */
+ * as estimated from the measured costs; PARTS (may be NULL, else 4): [launches followed,
+ * window switches, the cost measurement, callbacks kept on to name launch handles]. 0
+ * without windows. */
 double cupti__overhead(struct cupti_tracer *c, double elapsed, double *parts);
 
 void cupti__stats(struct cupti_tracer *c, struct cupti_stats *out);

@@ -35,6 +35,7 @@ struct cpt_wtarget {
 	uint32_t tgid;
 	uint64_t addr; /* its struct dev_config; 0: gone */
 	uint32_t duty_ppm, written_ppm, written_names;
+	uint64_t followed; /* launches and copies followed in its closed windows */
 	struct dev_costs cost;
 	struct cpt_win win[DEV_WIN_RING];
 };
