@@ -48,6 +48,16 @@ PY
 	python3 tests/e2e/dso_compare.py python3 "$TMP/a.data" "$TMP/b.data" "$TMP/mix.pb.gz" >"$TMP/cmp.txt" 2>&1
 	noise=$(sed -n 's/^tv_perf_perf //p' "$TMP/cmp.txt")
 	d=$(sed -n 's/^tv_gpubpf_perf //p' "$TMP/cmp.txt")
+	lost=$(sed -n 's/^gpubpf_stacks_lost //p' "$TMP/cmp.txt")
+	# Samples whose stack was lost (stack map buckets taken by other stacks: 1-2% of
+	# python's ~700 distinct stacks in 2.5 s, issue 13's note) are compared apart: at most
+	# 5% of them, and the profile says how many.
+	if [ -n "$lost" ] && python3 -c "import sys; sys.exit(0 if float('$lost') <= 0.05 else 1)" &&
+		{ [ "$lost" = 0.0000 ] || grep -q "stacks lost" "$TMP/mix.log"; }; then
+		pass "stacks-lost-few-and-said"
+	else
+		fail "stacks-lost-few-and-said" "lost share '${lost:-?}': $(tail -1 "$TMP/mix.log")"
+	fi
 	# a regression (lost kernel frames, samples in the wrong object) moves shares by
 	# tens of points; two perf runs differ by one or two
 	if [ -n "$d" ] && python3 -c "import sys; d, n = float('$d'), float('$noise'); sys.exit(0 if d <= max(0.05, 2 * n) else 1)"; then
