@@ -36,17 +36,34 @@ struct {
 	__type(value, __u32);
 } clock_owner SEC(".maps");
 
+/* What the program costs a target's sample, timed here (its stack walks, Python frames):
+ * the governor adds it to the calibrated cost of a sample (userspace/trace/cpu.c). */
+__u64 prog_ns = 0;
+__u64 prog_runs = 0;
+
+static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 tid);
+
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), t0;
+	__u32 tgid = pid_tgid >> 32;
+
+	if (!is_target(tgid))
+		return 0;
+	t0 = bpf_ktime_get_ns();
+	sample(ctx, tgid, (__u32)pid_tgid);
+	__sync_fetch_and_add(&prog_ns, bpf_ktime_get_ns() - t0);
+	__sync_fetch_and_add(&prog_runs, 1);
+	return 0;
+}
+
+static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 tid)
+{
 	__u32 buf = buf_active & 1;
 	struct cpu_key key = {};
 	__u64 one = 1, *cnt;
 
-	if (!is_target(tgid))
-		return 0;
 	/* An event opened for a thread (not per CPU) samples one thread, unless the kernel
 	 * swaps it between threads (userspace/trace/cpu.c says when). */
 	{

@@ -129,6 +129,15 @@ struct {
 	__type(value, struct cuda_tstate);
 } tstates SEC(".maps");
 
+/* Per thread and windowed group: hits with probes in and no window open (struct
+ * cuda_tclosed). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct cuda_tkey);
+	__type(value, struct cuda_tclosed);
+} tclosed SEC(".maps");
+
 /* Counted calls whose aggregation entry could not be created, and lost name events. */
 __u64 dropped_calls = 0;
 __u64 lost_events = 0;
@@ -243,8 +252,23 @@ static __always_inline void charge(__u32 tgid, __u32 tid, __u32 g, __u64 start, 
 	__u64 now = bpf_ktime_get_ns(), cost = now - start + trap_ns[ret ? 1 : 0], nv, ut, stm;
 
 	__sync_fetch_and_add(&group_cost_ns[g], cost);
-	if (!win || win == CUDA_WINDOW_CLOSED)
+	if (!win)
 		return;
+	if (win == CUDA_WINDOW_CLOSED) {
+		struct cuda_tclosed *c = bpf_map_lookup_elem(&tclosed, &k), cinit = {.tgid = tgid};
+
+		if (!c) {
+			bpf_map_update_elem(&tclosed, &k, &cinit, BPF_NOEXIST);
+			c = bpf_map_lookup_elem(&tclosed, &k);
+			if (!c)
+				return;
+		}
+		/* one thread writes its own entry */
+		c->hits += !ret;
+		c->cost_ns += cost;
+		c->traps_ns += trap_ns[ret ? 1 : 0];
+		return;
+	}
 	st = bpf_map_lookup_elem(&tstates, &k);
 	if (!st || st->window != win) {
 		init.window = win;

@@ -119,6 +119,18 @@ struct cuda_tstate {
 	__u64 traps_ns; /* the calibrated traps of every hit in the window (in cost_ns) */
 };
 
+/* Per thread and windowed group, since the recording began: what its hits cost while the
+ * group's probes were in but no window was open (put in ahead of a window, not yet out
+ * after one: attaching and detaching take the kernel milliseconds, and a thread that calls
+ * all the time pays a trap at every call then). Counted nowhere, paid all the same: the
+ * overhead estimate and the governor take it from here. */
+struct cuda_tclosed {
+	__u64 tgid;
+	__u64 hits;	/* entry hits */
+	__u64 cost_ns;	/* probe time, traps included */
+	__u64 traps_ns; /* the calibrated traps in cost_ns */
+};
+
 /* window_id of a windowed group between its windows: probes may be attached (a window is
  * about to open, or has just closed) but calls count nowhere. */
 #define CUDA_WINDOW_CLOSED 0xffffffffu

@@ -65,3 +65,29 @@ if "$GPUBPF" record --overhead-budget 0 -p 1 -o "$TMP/x.pb.gz" 2>"$TMP/bad.err";
 else
 	grep -q 'invalid --overhead-budget' "$TMP/bad.err" && pass "bad-budget" || fail "bad-budget" "$(cat "$TMP/bad.err")"
 fi
+
+# What a window costs besides its hits is measured in the job and said part by part. The
+# probes are in a while with no window open (attaching waits for the kernel's grace period,
+# 4-12 ms here; detaching too): in a launch loop every call then pays its trap and counts
+# nowhere. Attaching the slowest attach seen, doubled, ahead of each window made that as
+# much as the window itself (10 ms of probes a window against 5-10 ms in it); the kernel is
+# now warmed ahead and the group attached at the window's start. The check: that part is
+# said, measured, and at most a quarter of the probes' cost. And a CPU sample's cost is
+# measured, not 0 (the rate of a loop sampled and not, best of two, read 0 on a loaded VM).
+"$GPUBPF" record -o "$TMP/ll.pb.gz" -- "$WL/cuda/launch_loop" --seconds 3 >"$TMP/ll.out" 2>"$TMP/ll.err"
+cost=$(pprof -raw "$TMP/ll.pb.gz" | sed -n 's/^Comment: cuda cost: //p')
+echo "cost: $cost"
+parts=$(echo "$cost" | sed -n 's/.*probe hits \([0-9.e-]*\)% (.*; \([0-9.e-]*\)% of it with the probes in and no window open.*CPU sampling \([0-9.e-]*\)% (\([0-9.]*\) us a sample).*/\1 \2 \3 \4/p')
+if [ -z "$parts" ]; then
+	fail "cost-parts-said" "no probe hits / no window open / CPU sampling parts in: $cost"
+else
+	pass "cost-parts-said"
+	set -- $parts
+	if python3 -c "import sys; h, c = float('$1'), float('$2'); sys.exit(0 if 0 <= c <= 0.25 * h else 1)"; then
+		pass "probes-in-no-window-small"
+	else
+		fail "probes-in-no-window-small" "$2% of the thread's time with the probes in and no window open, against $1% in probe hits"
+	fi
+	python3 -c "import sys; sys.exit(0 if float('$4') > 0 else 1)" && pass "cpu-sample-cost-measured" ||
+		fail "cpu-sample-cost-measured" "a CPU sample costs $4 us"
+fi

@@ -70,6 +70,37 @@ TEST(window_costs)
 	CHECK(NEAR(governor__overhead(&g), 0.01, 1e-9));
 }
 
+/* The probes in with no window open (attached ahead of it, not yet out after it): a cost
+ * per window, measured, out of the share before the duty; a lower one weighs half. */
+TEST(closed_gate_cost)
+{
+	struct governor g = gov();
+
+	g.ngroups = 1;
+	g.window_cost = 0.0004;
+	g.first_hit = 0.0001;
+	governor__observe(&g, 0, 0.5, 0.5, 100000, 1);
+	governor__observe_closed(&g, 0, 0.002);
+	governor__plan(&g);
+	CHECK(NEAR(g.g[0].closed, 0.002, 1e-12));
+	CHECK(NEAR(g.g[0].duty, (0.0095 - 0.0005 - 0.002) / 0.5, 1e-9));
+	CHECK(NEAR(governor__overhead(&g), 0.01, 1e-9));
+	/* a dearer one at once, a cheaper one by half */
+	governor__observe_closed(&g, 0, 0.004);
+	CHECK(NEAR(g.g[0].closed, 0.004, 1e-12));
+	governor__observe_closed(&g, 0, 0.0002);
+	CHECK(NEAR(g.g[0].closed, 0.0021, 1e-12));
+	/* nonsense is ignored */
+	governor__observe_closed(&g, 0, NAN);
+	governor__observe_closed(&g, 7, 1);
+	CHECK(NEAR(g.g[0].closed, 0.0021, 1e-12));
+	/* past the share: the floor, and the overhead says so */
+	governor__observe_closed(&g, 0, 0.02);
+	governor__plan(&g);
+	CHECK(g.g[0].duty == g.min_duty);
+	CHECK(governor__overhead(&g) > 0.02);
+}
+
 /* Everything cheap: all attached, overhead under budget. */
 TEST(all_fit)
 {
@@ -191,6 +222,7 @@ int main(int argc, char **argv)
 	RUN(hot_and_rare);
 	RUN(two_hot_groups);
 	RUN(window_costs);
+	RUN(closed_gate_cost);
 	RUN(all_fit);
 	RUN(floor_and_exhausted_budget);
 	RUN(unknown_and_exact);

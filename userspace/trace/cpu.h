@@ -25,10 +25,14 @@ void cpu__free(struct cpu_sampler *c);
 /* Move what the kernel aggregated into the profile. final: drain both buffers. */
 int cpu__drain(struct cpu_sampler *c, bool final);
 /* What one sample costs the sampled thread (seconds), measured on gpubpf's own thread
- * at start-up: a loop's throughput while sampled at 10 kHz by the same kind of event
- * running the same program, against unsampled. In a VM the timer interrupt is most of
- * it, and dearer than a probe's trap. ~30 ms. -1 if it cannot be measured. */
+ * at start-up: the gaps a loop that reads the clock sees while sampled at 10 kHz by the
+ * same kind of event running the same program (which returns at once for gpubpf), against
+ * those it sees unsampled. In a VM the timer interrupt is most of it, and dearer than a
+ * probe's trap. ~25 ms. -1 if it cannot be measured. */
 double cpu__sample_cost(struct cpu_sampler *c);
+/* What the program costs a target's sample beyond that (its stack walks, Python frames),
+ * timed in the job: seconds a sample, 0 before any. */
+double cpu__prog_cost(struct cpu_sampler *c);
 void cpu__stats(struct cpu_sampler *c, struct cpu_stats *out);
 
 #endif /* GPUBPF_CPU_USER_H */

@@ -50,6 +50,7 @@ struct cuda_tracer {
 	struct hmap rtkernels;	  /* (tgid, cudaKernel_t, 2) -> host stub address */
 	struct hmap plain;	  /* (dev, inode, 5) -> 1: objects without CUDA entry points */
 	bool warned_attach;	  /* a failure to attach was said once without -v */
+	uint64_t warm_off;	  /* a spot of gpubpf's own text, never run, for cuda__warm (0: none) */
 	int objects;
 	uint64_t calls;
 };

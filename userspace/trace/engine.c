@@ -125,7 +125,7 @@ static double window_period(void)
 }
 
 static void setup_governor(struct governor *gv, const struct record_opts *o, struct cuda_tracer *cuda,
-			   struct cpu_sampler *cpu, bool windowed)
+			   struct cpu_sampler *cpu, bool windowed, double *calib)
 {
 	struct cuda_calib cal;
 	double sample = cpu__sample_cost(cpu);
@@ -153,6 +153,7 @@ static void setup_governor(struct governor *gv, const struct record_opts *o, str
 	pr_debug("one CPU sample costs the sampled thread %.2f us", sample * 1e6);
 	gv->sample_cost = sample;
 	gv->cpu_cost = o->freq * sample;
+	*calib = sample;
 	gv->min_duty = 0.002; /* 2 ms a second: dozens of launches even at 40k probed calls/s */
 	gv->min_slot = 0.002;
 	gv->exact = !windowed;
@@ -239,7 +240,7 @@ int engine__open_tracers(struct engine *e)
 	if (!e->cuda)
 		return -errno;
 	e->windowed = !o->exact && cuda__windowed(e->cuda);
-	setup_governor(&e->gov, o, e->cuda, e->cpu, e->windowed);
+	setup_governor(&e->gov, o, e->cuda, e->cpu, e->windowed, &e->sample_calib);
 	if (e->windowed) {
 		e->win = windows__new(e->cuda, &e->gov, e->gov.period);
 		if (!e->win) {
@@ -294,6 +295,20 @@ int engine__start(struct engine *e, const char *desc)
 	return 0;
 }
 
+/* A CPU sample's cost: the interrupt's, calibrated, and the program's, as timed in the
+ * job (a target's stack walks cost more than gpubpf's own, which returns at once). */
+static void sample_cost(struct engine *e)
+{
+	double s = e->sample_calib + cpu__prog_cost(e->cpu), freq = e->s.opts->freq;
+
+	if (e->win) {
+		windows__set_cpu(e->win, s, freq); /* its governor is e->gov, under its lock */
+	} else {
+		e->gov.sample_cost = s;
+		e->gov.cpu_cost = freq * s;
+	}
+}
+
 /* The tick: drains, targets, new objects, symbolization, the status line. */
 static int tick(struct engine *e, double t)
 {
@@ -303,6 +318,7 @@ static int tick(struct engine *e, double t)
 	int err;
 
 	e->next_tick = t + 1.0;
+	sample_cost(e);
 	err = cpu__drain(e->cpu, false);
 	cupti__consume_events(e->cupti); /* kernel names the CUDA drain uses */
 	if (!err)
@@ -382,6 +398,7 @@ int engine__stop(struct engine *e)
 	/* From here on nothing is probed any more: a started command that loads a library
 	 * now must not wait for the drains, symbolization and writing. */
 	procs__end_holds(e->s.procs);
+	sample_cost(e);
 	err = cpu__drain(e->cpu, true);
 	cupti__consume_events(e->cupti);
 	if (!err)

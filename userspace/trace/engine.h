@@ -38,6 +38,7 @@ struct engine {
 	struct cuda_tracer *cuda;
 	struct cupti_tracer *cupti;
 	struct governor gov;
+	double sample_calib; /* a CPU sample's cost as calibrated at start-up (seconds) */
 	bool windowed;	     /* hot CUDA groups in windows (else every probe attached) */
 	struct windows *win; /* those windows, on their own thread (windows.h) */
 	double start, next_tick, elapsed;

@@ -19,7 +19,7 @@ static double fixed_cost(const struct governor *gv, const struct gov_group *g)
 {
 	if (!(gv->period > 0))
 		return 0;
-	return (g->fixed > 0 ? g->fixed : governor__window_cost(gv)) / gv->period;
+	return ((g->fixed > 0 ? g->fixed : governor__window_cost(gv)) + g->closed) / gv->period;
 }
 
 void governor__plan(struct governor *gv)
@@ -111,6 +111,16 @@ void governor__observe(struct governor *gv, int group, double busiest, double al
 	if (hits > 0 && all > 0)
 		g->hit_cost = all / hits;
 	g->measured = true;
+}
+
+void governor__observe_closed(struct governor *gv, int group, double secs)
+{
+	struct gov_group *g;
+
+	if (group < 0 || group >= gv->ngroups || !(secs >= 0))
+		return;
+	g = &gv->g[group];
+	g->closed = smooth(g->closed > 0, g->closed, secs);
 }
 
 void governor__saturated(struct governor *gv, int group)

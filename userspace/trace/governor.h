@@ -9,14 +9,17 @@
  * - the first hit of a window, over the others (calibrated);
  * - opening and closing a window: the breakpoints written into and taken out of the
  *   target's code cost its threads (calibrated on a thread of gpubpf's that runs through
- *   the page the breakpoint goes into);
+ *   the page the breakpoint goes into); and the probes are in for a while with no window
+ *   open (attaching and detaching wait for the kernel's grace periods: milliseconds), when
+ *   every call still pays its trap (measured in the job, per window);
  * - a CPU sample (calibrated: a thread of gpubpf's sampled at 10 kHz);
  * - device time (CUPTI's activity and callbacks, in windows of their own): what it adds to
  *   a launch, measured in the job by the injection library, and its switches (cupti_win.c).
  * A group's cost while attached is `util`: the fraction of its busiest thread's time its
  * probes took in the last windows (measured: the hits' cost summed per thread). With duty
  * d (the attached fraction of each period) it costs that thread d * util, plus one
- * window's fixed cost per period. The budget left after CPU sampling is filled like water:
+ * window's fixed cost per period (its switches, its first hit, its probes in with no
+ * window open). The budget left after CPU sampling is filled like water:
  * groups whose full cost fits get d = 1 (rare ones: syncs, allocations), the rest share
  * what remains equally, never below min_duty (every call site must still show up).
  * Pure arithmetic, no I/O: unit-tested. */
@@ -35,6 +38,8 @@ struct gov_group {
 	double util_all; /* ... of all threads' time together (the guard sees all threads' hits) */
 	double hit_cost; /* seconds one hit costs, measured in the job (0: not yet) */
 	double fixed;	 /* > 0: seconds one window of it costs besides its util (else the probes') */
+	double closed;	 /* seconds its probes cost the busiest thread per window while in with no
+			  * window open (put in ahead of it, not yet out after the last): measured */
 	double duty;	 /* out: attached fraction of each period, (0, 1] */
 };
 
@@ -70,6 +75,10 @@ double governor__window_cost(const struct governor *gv);
  * lower one weighs half: a job's phases come back, and a group that was hot a moment ago
  * would cost its full price before the guard caught it again. */
 void governor__observe(struct governor *gv, int group, double busiest, double all, double hits, double len);
+
+/* Between the last window of GROUP and the one that just closed, its probes cost the
+ * busiest thread SECS while in with no window open (taken like a window's cost). */
+void governor__observe_closed(struct governor *gv, int group, double secs);
 
 /* The guard detached GROUP (it cost far more than planned): plan the rest of its period
  * as if a thread spent all its time in its probes, until a window measures it again. */

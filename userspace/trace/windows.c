@@ -108,6 +108,7 @@ void windows__free(struct windows *w)
 		est_group_free(&w->est[g]);
 	hmap__clear(&w->tcost);
 	hmap__clear(&w->ttraps);
+	hmap__clear(&w->tclosed);
 	free(w->ring);
 	pthread_mutex_destroy(&w->lock);
 	free(w);
@@ -131,75 +132,10 @@ static void plan_segment(struct windows *w, int g, struct est_segment seg, doubl
 	s->slot_len = 0;
 	s->weight = est_slot(&seg, k, j, &s->wopen, &s->wclose);
 	s->first = first;
+	s->warmed = false;
 	if (first && s->wclose > seg.start + FIRST_MEASURE)
 		s->wclose = seg.start + FIRST_MEASURE;
 	s->pending = true;
-}
-
-/* The threads that hit window R: their delay corrections, and the costs for the
- * governor and the busiest thread's books. Right after the gate closed. */
-static void read_threads(struct windows *w, int g, struct wrec *r, double *busiest, double *all, double *hits)
-{
-	uint32_t tids[WIN_THREADS];
-	struct cuda_tstate st[WIN_THREADS];
-	int n = cuda__window_threads(w->c, g, r->id, tids, st, WIN_THREADS);
-	double per_window = governor__window_cost(w->gv);
-
-	*busiest = *all = *hits = 0;
-	for (int i = 0; i < n; i++) {
-		char path[64], *text, *p;
-		uint64_t nv = st[i].nvcsw, spent = 0;
-		struct est_delay d, scale;
-		double cost;
-		bool slept;
-
-		/* Did the thread sleep after its last call in the window (its delay made up)?
-		 * A thread gone made no more calls either way. */
-		snprintf(path, sizeof(path), "/proc/%" PRIu64 "/task/%u/status", (uint64_t)st[i].tgid, tids[i]);
-		text = readfile__path(path, 1 << 16, true, NULL);
-		p = text ? strstr(text, "\nvoluntary_ctxt_switches:") : NULL;
-		slept = !p || strtoull(p + 25, NULL, 10) != nv;
-		free(text);
-		/* A run that never slept spent its kernel time in its probes: the programs'
-		 * part timed, the traps' calibrated, both up to its last call's entry. */
-		if (!slept && st[i].run_calls >= 2 && st[i].backlog_ns > st[i].last_cost_ns && st[i].run_trap_ns) {
-			double span = (double)(st[i].backlog_ns - st[i].last_cost_ns),
-			       tshare = (double)st[i].run_trap_ns / (double)st[i].backlog_ns;
-
-			est_traps_add(&w->traps, st[i].run_stime_ns, st[i].run_utime_ns, span * (1 - tshare),
-				      span * tshare);
-		}
-		scale = est_traps_scale(&w->traps, NULL);
-		d = est_run_delay(st[i].calls, st[i].run_calls, (double)st[i].run_start_ns / 1e9,
-				  (double)st[i].last_ns / 1e9, (double)st[i].backlog_ns / 1e9,
-				  (double)st[i].run_trap_ns / 1e9, &scale, (double)st[i].last_cost_ns / 1e9, slept);
-		r->thr[r->nthr].tid = tids[i];
-		r->thr[r->nthr].f = (float)d.mid;
-		r->thr[r->nthr].lo = (float)d.lo;
-		r->thr[r->nthr].hi = (float)d.hi;
-		if (d.mid > 1.01)
-			pr_debug("window %u of %s: thread %u made %u calls (%u since it last slept) in %.0f us, its "
-				 "probes' delay %.0f us (traps %.0f us of it, at x%.2f (x%.2f-x%.2f); its kernel time "
-				 "%.0f ms, user %.0f ms): x%.3f (x%.3f-x%.3f)",
-				 r->id, cuda_group_names[g], tids[i], st[i].calls, st[i].run_calls,
-				 (double)(st[i].last_ns - st[i].run_start_ns) / 1e3, (double)st[i].backlog_ns / 1e3,
-				 (double)st[i].run_trap_ns / 1e3, scale.mid, scale.lo, scale.hi,
-				 (double)st[i].run_stime_ns / 1e6, (double)st[i].run_utime_ns / 1e6, d.mid, d.lo, d.hi);
-		r->nthr++;
-		/* What the thread paid: its traps at what they cost in the job, as far as the
-		 * ticks have timed them (the governor plans from it, the summary says it; the
-		 * multiple is at least 0.25, so the cost never goes below the programs'). */
-		cost = (double)st[i].cost_ns + (scale.mid - 1) * (double)st[i].traps_ns;
-		*all += cost / 1e9;
-		*hits += st[i].hits;
-		if (cost / 1e9 > *busiest)
-			*busiest = cost / 1e9;
-		hmap__get(&w->tcost, tids[i], 0, 0, &spent);
-		hmap__put(&w->tcost, tids[i], 0, 0, spent + (uint64_t)cost + (uint64_t)(per_window * 1e9));
-		spent = 0;
-		hmap__get(&w->ttraps, tids[i], 0, 0, &spent);
-		hmap__put(&w->ttraps, tids[i], 0, 0, spent + st[i].traps_ns);
-	}
 }
 
 static void arm_guard(struct windows *w, int g, double t)
@@ -212,6 +148,36 @@ static void arm_guard(struct windows *w, int g, double t)
 	s->look_hits = hits[g];
 	s->look_t = t;
 	cuda__arm_guard(w->c, g, hits[g] + (uint64_t)(allow > 1 ? allow : 1));
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* How early to attach, from the last N attaches' durations TOOK: their median and 0.3 ms.
+ * An attach waits for the kernel (a grace period: ~4-10 ms here) and puts the breakpoints
+ * in at its end; from then until the window opens every call pays its trap and counts
+ * nowhere. The slowest attach seen, doubled, made that 10 ms a window in a launch loop, as
+ * much as the window itself; at the median, half the windows open late by a millisecond
+ * or so, weighed for the length they got (w_eff). */
+static double lead_of(const double *took, unsigned n)
+{
+	double t[LEAD_N];
+
+	if (!n)
+		return 0.001;
+	memcpy(t, took, n * sizeof(*t));
+	qsort(t, n, sizeof(*t), cmp_double);
+	return t[n / 2] + 0.0003;
+}
+
+static void note_took(struct windows *w, double took)
+{
+	w->took[w->ntook++ % LEAD_N] = took;
+	w->lead = fmin(lead_of(w->took, w->ntook < LEAD_N ? w->ntook : LEAD_N), 0.05);
 }
 
 /* Probes in for a window about to open (its gate still closed). */
@@ -227,8 +193,24 @@ static void attach(struct windows *w, int g)
 	s->attached = true;
 	/* the next ones start this much earlier, and then some */
 	took = now_s() - t0;
-	if (2 * took + 0.0005 > w->lead)
-		w->lead = 2 * took + 0.0005 < 0.05 ? 2 * took + 0.0005 : 0.05;
+	if (!s->warmed)
+		note_took(w, took);
+}
+
+/* Ahead of group G's window: the kernel warmed for its attach, which then puts the
+ * breakpoints in at once when the window opens (cuda__warm); where that cannot be done,
+ * the attach itself, ahead. */
+static void warm(struct windows *w, int g)
+{
+	struct gstate *s = &w->gs[g];
+	double t0 = now_s();
+
+	if (cuda__warm(w->c)) {
+		attach(w, g);
+		return;
+	}
+	s->warmed = true;
+	note_took(w, now_s() - t0);
 }
 
 static void open_window(struct windows *w, int g)
@@ -240,6 +222,7 @@ static void open_window(struct windows *w, int g)
 	if (!id || id == CUDA_WINDOW_CLOSED)
 		id = w->next_id = 1, w->next_id++;
 	attach(w, g);
+	s->warmed = false;
 	r = &w->ring[id % WIN_RING];
 	pthread_mutex_lock(&w->lock);
 	memset(r, 0, sizeof(*r));
@@ -271,7 +254,7 @@ static void close_window(struct windows *w, int g, bool keep, bool cut)
 {
 	struct gstate *s = &w->gs[g];
 	struct wrec *r = s->cur;
-	double busiest, all, hits, len;
+	double busiest, all, hits, len, closed;
 
 	if (!r)
 		return;
@@ -280,8 +263,12 @@ static void close_window(struct windows *w, int g, bool keep, bool cut)
 	r->cut = cut;
 	len = r->close - r->open;
 	pthread_mutex_lock(&w->lock);
-	read_threads(w, g, r, &busiest, &all, &hits);
+	windows_read_threads(w, g, r, &busiest, &all, &hits, &closed);
 	governor__observe(w->gv, g, busiest, all, hits, len);
+	governor__observe_closed(w->gv, g, closed);
+	pr_debug("window %u of %s: %.2f ms, its busiest thread %.3f ms in probes; %.3f ms with no window open "
+		 "before it",
+		 r->id, cuda_group_names[g], len * 1e3, busiest * 1e3, closed * 1e3);
 	/* Timers fire late and early by a little: the window saw its slot's instants in
 	 * proportion to its length. A window cut short keeps its design weight: the rest of
 	 * its slot is sampled on its own. */
@@ -421,8 +408,8 @@ static void *run(void *arg)
 			t = now_s();
 			if (s->cur && t >= s->wclose)
 				end_window(w, g, t);
-			if (!s->cur && s->pending && !s->attached && t >= s->wopen - w->lead)
-				attach(w, g);
+			if (!s->cur && s->pending && !s->attached && !s->warmed && t >= s->wopen - w->lead)
+				warm(w, g);
 			if (!s->cur && s->pending && t >= s->wopen) {
 				if (t - s->wopen > LATE_S) {
 					w->late++;
@@ -447,7 +434,7 @@ static void *run(void *arg)
 			if (s->cur && s->wclose < next)
 				next = s->wclose;
 			if (!s->cur && s->pending)
-				next = fmin(next, s->attached ? s->wopen : s->wopen - w->lead);
+				next = fmin(next, s->attached || s->warmed ? s->wopen : s->wopen - w->lead);
 			if (s->detach_at > 0 && s->attached)
 				next = fmin(next, t + 0.005);
 		}
@@ -546,6 +533,14 @@ void windows__set_device(struct windows *w, double util, double fixed)
 	pthread_mutex_unlock(&w->lock);
 }
 
+void windows__set_cpu(struct windows *w, double sample, double freq)
+{
+	pthread_mutex_lock(&w->lock);
+	w->gv->sample_cost = sample;
+	w->gv->cpu_cost = freq * sample;
+	pthread_mutex_unlock(&w->lock);
+}
+
 int windows__weight(struct windows *w, uint32_t id, uint32_t tid, double *weight, struct est_delay *d)
 {
 	struct wrec *r;
@@ -590,7 +585,7 @@ void windows__add(struct windows *w, uint32_t id, double n, const double values[
 
 void windows__summary(struct windows *w, struct windows_summary *out)
 {
-	uint64_t max = 0, traps = 0;
+	uint64_t max = 0, traps = 0, closed = 0;
 
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&w->lock);
@@ -606,8 +601,10 @@ void windows__summary(struct windows *w, struct windows_summary *out)
 		max = e->val;
 		out->busiest_tid = (int)e->k[0];
 	}
-	if (max)
+	if (max) {
 		hmap__get(&w->ttraps, (uint64_t)out->busiest_tid, 0, 0, &traps);
+		hmap__get(&w->tclosed, (uint64_t)out->busiest_tid, CG__COUNT, 2, &closed);
+	}
 	out->trap_scale = est_traps_scale(&w->traps, &out->trap_ticks);
 	out->windows = w->windows;
 	out->guard_cuts = w->cuts;
@@ -615,6 +612,7 @@ void windows__summary(struct windows *w, struct windows_summary *out)
 	pthread_mutex_unlock(&w->lock);
 	out->probes = (double)max / 1e9;
 	out->probes_traps = (double)traps / 1e9;
+	out->probes_closed = (double)closed / 1e9;
 }
 
 void windows__governor(struct windows *w, struct governor *out)

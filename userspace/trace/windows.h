@@ -54,8 +54,9 @@ struct windows_summary {
 	uint64_t guard_cuts;		   /* windows the guard cut short */
 	double elapsed;			   /* seconds recorded */
 	/* measured costs to the busiest thread, seconds over the recording */
-	double probes;	     /* its probe hits (program time measured, traps calibrated), window switches */
-	double probes_traps; /* ... of which its traps at their calibrated cost (x1) */
+	double probes;	      /* its probe hits (program time measured, traps calibrated), window switches */
+	double probes_traps;  /* ... of which its traps at their calibrated cost (x1) */
+	double probes_closed; /* ... of which with probes in and no window open (ahead of, after one) */
 	int busiest_tid;
 };
 void windows__summary(struct windows *w, struct windows_summary *out);
@@ -68,6 +69,10 @@ void windows__no_estimates(struct windows *w);
  * does nothing but launch while on, and FIXED seconds a window; planned from the next
  * period on. */
 void windows__set_device(struct windows *w, double util, double fixed);
+
+/* A CPU sample costs SAMPLE seconds (calibrated, and its program as timed in the job):
+ * CPU sampling takes FREQ times that; planned from the next period on. */
+void windows__set_cpu(struct windows *w, double sample, double freq);
 
 /* A copy of the governor as the thread last planned it. */
 void windows__governor(struct windows *w, struct governor *out);

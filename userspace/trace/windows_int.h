@@ -22,6 +22,7 @@
 #define FIRST_MEASURE 0.03 /* a group's first window, before anything is known of it */
 #define MIN_SLOT 0.002	   /* the shortest window worth opening */
 #define LATE_S 0.0005	   /* a window opened later than this after its slot began is late */
+#define LEAD_N 9	   /* attaches the lead is the median of */
 
 struct wthread {
 	uint32_t tid;
@@ -54,6 +55,7 @@ struct gstate {
 	double slot_len;      /* > 0: the slot's length, when its window was moved (late) */
 	double weight;
 	bool attached;	  /* the probes are in */
+	bool warmed;	  /* the kernel warmed for the attach at the slot's start (cuda__warm) */
 	bool pending;	  /* the slot drawn is still to come */
 	bool first;	  /* the first, measuring window */
 	double detach_at; /* > 0: detach once calls in flight have returned */
@@ -64,8 +66,10 @@ struct gstate {
 
 struct windows {
 	struct cuda_tracer *c;
-	struct governor *gv;  /* the caller's: written under lock */
-	double period, lead;  /* lead: attach this early (the slowest attach seen, and more) */
+	struct governor *gv; /* the caller's: written under lock */
+	double period, lead; /* lead: attach this early (LEAD_N's last attaches' median, and more) */
+	double took[LEAD_N]; /* how long the last attaches took, a ring */
+	unsigned ntook;
 	pthread_mutex_t lock; /* the books, the estimates, gv */
 	pthread_t thread;
 	bool running;
@@ -80,6 +84,8 @@ struct windows {
 	struct est_group est[CG__COUNT];
 	struct hmap tcost;	/* (tid) -> ns the thread spent in probes and window switches */
 	struct hmap ttraps;	/* (tid) -> ns of its traps, at their calibrated cost */
+	struct hmap tclosed;	/* (tid, group, 0/1) -> its struct cuda_tclosed's cost_ns/traps_ns read;
+				 * (tid, CG__COUNT, 2) -> ns the thread paid so, in tcost too */
 	struct est_traps traps; /* the traps' cost timed in the job, pooled */
 	uint64_t windows, cuts;
 	uint64_t late, moved; /* windows opened late (> LATE_S), moved past their slot */
@@ -87,5 +93,12 @@ struct windows {
 	unsigned short xsubi[3];
 	bool no_estimates; /* the agent: no per-period estimates kept (windows__no_estimates) */
 };
+
+/* Window R of group G just closed (its gate first; under w->lock): its threads' delay
+ * corrections into R, what they paid into the books (tcost, ttraps), and for the
+ * governor its busiest thread's probe time, all threads' and their hits, and the busiest
+ * thread's probe time with no window open since the last window (windows_books.c). */
+void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busiest, double *all, double *hits,
+			  double *closed);
 
 #endif /* GPUBPF_WINDOWS_INT_H */

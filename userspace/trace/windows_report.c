@@ -191,11 +191,13 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 	profile__add_comment(
 	    prof,
 	    "cuda cost: estimated overhead %.3g%%%s of the busiest target thread: probe hits %.3g%% (their programs "
-	    "timed in the job, plus traps of %.2f us at entry and %.2f us at return, %s), %" PRIu64
-	    " windows opened and closed (%.2f us each with its first hit, counted with the hits), groups never "
-	    "windowed %.3g%%, CPU sampling %.3g%% (%.2f us a sample); planned %.3g%%; a traced call costs %.2f us "
-	    "on gpubpf's own calibration call",
-	    100 * total, range, 100 * probes, gv->trap_entry * 1e6, gv->trap_return * 1e6, traps, sum.windows,
-	    governor__window_cost(gv) * 1e6, 100 * always, 100 * gv->cpu_cost, gv->sample_cost * 1e6,
-	    100 * governor__overhead(gv), gv->cost_per_hit * 1e6);
+	    "timed in the job, plus traps of %.2f us at entry and %.2f us at return, %s; %.3g%% of it with the "
+	    "probes in and no window open, attached ahead of a window or not yet out after one, measured in the "
+	    "job), %" PRIu64 " windows opened and closed (%.2f us each with its first hit, counted with the hits), "
+	    "groups never windowed %.3g%%, CPU sampling %.3g%% (%.2f us a sample); planned %.3g%%; a traced call "
+	    "costs %.2f us on gpubpf's own calibration call",
+	    100 * total, range, 100 * probes, gv->trap_entry * 1e6, gv->trap_return * 1e6, traps,
+	    100 * sum.probes_closed / (elapsed > 0 ? elapsed : 1), sum.windows, governor__window_cost(gv) * 1e6,
+	    100 * always, 100 * gv->cpu_cost, gv->sample_cost * 1e6, 100 * governor__overhead(gv),
+	    gv->cost_per_hit * 1e6);
 }

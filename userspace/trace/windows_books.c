@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+/* The books of a window, right after its gate closed: what each thread that hit it paid
+ * (its probes' time, and what they cost it with no window open since the last look), and
+ * the calls its probes' delay pushed out of it (the delay correction). windows.c's thread
+ * calls it under the books' lock. */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda.h"
+#include "estimate.h"
+#include "governor.h"
+#include "hmap.h"
+#include "log.h"
+#include "readfile.h"
+
+#include "windows_int.h"
+
+/* The thread's books: SPENT ns more in probes, TRAPS of them calibrated traps. */
+static void book(struct windows *w, uint32_t tid, uint64_t spent, uint64_t traps)
+{
+	uint64_t v = 0;
+
+	hmap__get(&w->tcost, tid, 0, 0, &v);
+	hmap__put(&w->tcost, tid, 0, 0, v + spent);
+	v = 0;
+	hmap__get(&w->ttraps, tid, 0, 0, &v);
+	hmap__put(&w->ttraps, tid, 0, 0, v + traps);
+}
+
+/* What group G's probes cost each thread in with no window open since the last look (the
+ * lead before this window, the tail after the last: attaching and detaching wait for the
+ * kernel): into the threads' books; the busiest thread's part, in seconds, returned. */
+static double read_closed(struct windows *w, int g, double trap_scale)
+{
+	uint32_t tids[WIN_THREADS];
+	struct cuda_tclosed st[WIN_THREADS];
+	int n = cuda__closed_threads(w->c, g, tids, st, WIN_THREADS);
+	double busiest = 0;
+
+	for (int i = 0; i < n; i++) {
+		uint64_t cost = 0, traps = 0;
+		double paid;
+
+		hmap__get(&w->tclosed, tids[i], (uint64_t)g, 0, &cost);
+		hmap__get(&w->tclosed, tids[i], (uint64_t)g, 1, &traps);
+		/* an entry the LRU map dropped and made anew starts from 0 */
+		cost = st[i].cost_ns >= cost ? st[i].cost_ns - cost : st[i].cost_ns;
+		traps = st[i].traps_ns >= traps ? st[i].traps_ns - traps : st[i].traps_ns;
+		hmap__put(&w->tclosed, tids[i], (uint64_t)g, 0, st[i].cost_ns);
+		hmap__put(&w->tclosed, tids[i], (uint64_t)g, 1, st[i].traps_ns);
+		if (!cost)
+			continue;
+		paid = (double)cost + (trap_scale - 1) * (double)traps;
+		book(w, tids[i], paid > 0 ? (uint64_t)paid : 0, traps);
+		cost = 0;
+		hmap__get(&w->tclosed, tids[i], CG__COUNT, 2, &cost);
+		hmap__put(&w->tclosed, tids[i], CG__COUNT, 2, cost + (paid > 0 ? (uint64_t)paid : 0));
+		if (paid / 1e9 > busiest)
+			busiest = paid / 1e9;
+	}
+	return busiest;
+}
+
+/* The threads that hit window R: their delay corrections, and the costs for the
+ * governor and the busiest thread's books. Right after the gate closed. */
+void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busiest, double *all, double *hits,
+			  double *closed)
+{
+	uint32_t tids[WIN_THREADS];
+	struct cuda_tstate st[WIN_THREADS];
+	int n = cuda__window_threads(w->c, g, r->id, tids, st, WIN_THREADS);
+	double per_window = governor__window_cost(w->gv);
+
+	*busiest = *all = *hits = 0;
+	for (int i = 0; i < n; i++) {
+		char path[64], *text, *p;
+		uint64_t nv = st[i].nvcsw;
+		struct est_delay d, scale;
+		double cost;
+		bool slept;
+
+		/* Did the thread sleep after its last call in the window (its delay made up)?
+		 * A thread gone made no more calls either way. */
+		snprintf(path, sizeof(path), "/proc/%" PRIu64 "/task/%u/status", (uint64_t)st[i].tgid, tids[i]);
+		text = readfile__path(path, 1 << 16, true, NULL);
+		p = text ? strstr(text, "\nvoluntary_ctxt_switches:") : NULL;
+		slept = !p || strtoull(p + 25, NULL, 10) != nv;
+		free(text);
+		/* A run that never slept spent its kernel time in its probes: the programs'
+		 * part timed, the traps' calibrated, both up to its last call's entry. */
+		if (!slept && st[i].run_calls >= 2 && st[i].backlog_ns > st[i].last_cost_ns && st[i].run_trap_ns) {
+			double span = (double)(st[i].backlog_ns - st[i].last_cost_ns),
+			       tshare = (double)st[i].run_trap_ns / (double)st[i].backlog_ns;
+
+			est_traps_add(&w->traps, st[i].run_stime_ns, st[i].run_utime_ns, span * (1 - tshare),
+				      span * tshare);
+		}
+		scale = est_traps_scale(&w->traps, NULL);
+		d = est_run_delay(st[i].calls, st[i].run_calls, (double)st[i].run_start_ns / 1e9,
+				  (double)st[i].last_ns / 1e9, (double)st[i].backlog_ns / 1e9,
+				  (double)st[i].run_trap_ns / 1e9, &scale, (double)st[i].last_cost_ns / 1e9, slept);
+		r->thr[r->nthr].tid = tids[i];
+		r->thr[r->nthr].f = (float)d.mid;
+		r->thr[r->nthr].lo = (float)d.lo;
+		r->thr[r->nthr].hi = (float)d.hi;
+		if (d.mid > 1.01)
+			pr_debug("window %u of %s: thread %u made %u calls (%u since it last slept) in %.0f us, its "
+				 "probes' delay %.0f us (traps %.0f us of it, at x%.2f (x%.2f-x%.2f); its kernel time "
+				 "%.0f ms, user %.0f ms): x%.3f (x%.3f-x%.3f)",
+				 r->id, cuda_group_names[g], tids[i], st[i].calls, st[i].run_calls,
+				 (double)(st[i].last_ns - st[i].run_start_ns) / 1e3, (double)st[i].backlog_ns / 1e3,
+				 (double)st[i].run_trap_ns / 1e3, scale.mid, scale.lo, scale.hi,
+				 (double)st[i].run_stime_ns / 1e6, (double)st[i].run_utime_ns / 1e6, d.mid, d.lo, d.hi);
+		r->nthr++;
+		/* What the thread paid: its traps at what they cost in the job, as far as the
+		 * ticks have timed them (the governor plans from it, the summary says it; the
+		 * multiple is at least 0.25, so the cost never goes below the programs'). */
+		cost = (double)st[i].cost_ns + (scale.mid - 1) * (double)st[i].traps_ns;
+		*all += cost / 1e9;
+		*hits += st[i].hits;
+		if (cost / 1e9 > *busiest)
+			*busiest = cost / 1e9;
+		book(w, tids[i], (uint64_t)cost + (uint64_t)(per_window * 1e9), st[i].traps_ns);
+	}
+	*closed = read_closed(w, g, est_traps_scale(&w->traps, NULL).mid);
+}
