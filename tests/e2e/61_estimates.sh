@@ -49,14 +49,6 @@ one() {
 	echo "== $name"
 	if python3 $CHECK "$TMP/$name.def.top" "$TMP/$name.own" "$TMP/$name.ex.top" --ci "$TMP/$name.ci" >"$TMP/$name.cmp"; then
 		pass "estimates-$name"
-	elif [ "$name" = rate_steps ]; then
-		# KNOWN, issue 13 open: in about one full make test of three, the 20,000 calls/s
-		# quarter came out just outside 5% (-5.2% on 2026-11-24; 23-33% low before the
-		# timed traps). A window whose thread woke after its whole slot used to be
-		# dropped (a sampled period lost, 1-3% low); it now stands in from where the
-		# thread woke. 7 runs since: -0.6% to +2.3%. Not counted as a pass.
-		skip "estimates-$name" "KNOWN intermittent under-estimate (issue 13): $(grep MISMATCH "$TMP/$name.cmp" | head -2 | tr '\n' ';')"
-		pprof -raw "$TMP/$name.def.pb.gz" | grep '^Comment: cuda' || true
 	else
 		fail "estimates-$name" "$(grep MISMATCH "$TMP/$name.cmp" | tr '\n' ';')"
 	fi
