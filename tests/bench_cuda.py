@@ -78,6 +78,19 @@ def est_text(ests):
     return f"estimated {mid:.2g}% ({100 * s:.2g}% of the thread's time{span})"
 
 
+def noise_text(alone, under, rates=True):
+    """The host's noise, measured in the same run: how much consecutive alone runs differ
+    (the median of |a_i / a_i+1 - 1|), and the pair-by-pair wall-time ratios (median, range).
+    A ratio of medians nearer 1.00 than that noise is not separable from it: that is when a
+    ratio below 1.00 shows up, and why it is not a gpubpf speed-up."""
+    if len(alone) < 2 or not all(alone) or not all(under):
+        return ""
+    aa = statistics.median(abs(a / b - 1) for a, b in zip(alone, alone[1:]))
+    pairs = [a / u if rates else u / a for a, u in zip(alone, under)]
+    return (f"\n   host noise: consecutive alone runs differ by {100 * aa:.1f}% (median); pair by pair the "
+            f"wall-time ratio is {statistics.median(pairs):.3f} (median), {min(pairs):.3f}-{max(pairs):.3f}")
+
+
 def launch_heavy(out):
     base = [os.path.join(CW, "launch_loop"), "--seconds", str(SECS)]
     for name, wl, extra in (("default (--overhead-budget 1)", base, []), ("--exact", base, ["--exact"]),
@@ -95,7 +108,7 @@ def launch_heavy(out):
         # Slowdown of the same work: the ratio of wall times is the inverse ratio of rates.
         print(f"1. launch-heavy, {name}: {a / 1e6:.3f}M launches/s alone, {u / 1e6:.3f}M with gpubpf: "
               f"wall-time ratio {a / u:.3f}; {est_text(ests)}, measured {100 * (a / u - 1):.2g}% "
-              f"(target: ratio <= 1.02 in default mode; median of {RUNS})", flush=True)
+              f"(target: ratio <= 1.02 in default mode; median of {RUNS}){noise_text(alone, under)}", flush=True)
 
 
 def replay(out):
@@ -115,7 +128,7 @@ def replay(out):
           f"{' '.join(fmt_est(x) for x in ests)}")
     print(f"1r. replay of the real PyTorch timeline (closed loop, 2 threads), default: alone {a:.3f} s, "
           f"with gpubpf {u:.3f} s, ratio {u / a:.3f}; {est_text(ests)}, measured {100 * (u / a - 1):.2g}% "
-          f"(target: ratio <= 1.02; median of {RUNS})", flush=True)
+          f"(target: ratio <= 1.02; median of {RUNS}){noise_text(alone, under, False)}", flush=True)
 
 
 def device_time(out):
@@ -144,7 +157,7 @@ def device_time(out):
         print(f"1d. device time, synthetic CUPTI (5 us launches, +3 us with activity on), {name}: "
               f"{a / 1e3:.1f}k launches/s alone, {u / 1e3:.1f}k with gpubpf: wall-time ratio {a / u:.3f}; "
               f"{est_text(ests)}, measured {100 * (a / u - 1):.2g}% (target: ratio <= 1.02 in default mode; "
-              f"median of {RUNS})", flush=True)
+              f"median of {RUNS}){noise_text(alone, under)}", flush=True)
 
 
 def gated_run(cmd, env, attach):
@@ -193,7 +206,7 @@ def mixed(out):
     print(f"   runs alone: {' '.join(f'{x:.3f}' for x in alone)}; with gpubpf: {' '.join(f'{x:.3f}' for x in under)}")
     print(f"2. mixed (runtime_wl_shared, GPUBPF_WL_REPEAT={env['GPUBPF_WL_REPEAT']}, default mode, -p): "
           f"alone {a:.3f} s, with gpubpf {u:.3f} s, ratio {u / a:.3f}; {est_text(ests)}, measured "
-          f"{100 * (u / a - 1):.2g}% (target <= 1.01; median of {RUNS})", flush=True)
+          f"{100 * (u / a - 1):.2g}% (target <= 1.01; median of {RUNS}){noise_text(alone, under, False)}", flush=True)
 
 
 def own_cost(out):
