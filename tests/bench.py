@@ -40,8 +40,12 @@ def side_by_side(name, workload, record_args, target):
         under.append(own_time([G, "record", *record_args, "-o", out, "--", *workload]))
     os.unlink(out)
     ratio = statistics.median(under) / statistics.median(alone)
+    # the host's noise in the same run: a ratio nearer 1.00 than it is not separable from it
+    aa = statistics.median(abs(a / b - 1) for a, b in zip(alone, alone[1:])) if len(alone) > 1 else 0
+    pairs = [u / a for a, u in zip(alone, under)]
     line = (f"{name}: alone {statistics.median(alone):.3f} s, with gpubpf {statistics.median(under):.3f} s, "
-            f"ratio {ratio:.4f} (target <= {target}; median of {RUNS} alternating runs)")
+            f"ratio {ratio:.4f} (target <= {target}; median of {RUNS} alternating runs); host noise: consecutive "
+            f"alone runs differ by {100 * aa:.1f}% (median), pair ratios {min(pairs):.3f}-{max(pairs):.3f}")
     print(line, flush=True)
     results.append(line)
 
