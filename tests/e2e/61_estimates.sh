@@ -130,3 +130,28 @@ sys.exit(0 if lo <= n <= hi and (hi - lo) / 2 <= 0.75 * got else 1)"; then
 else
 	fail "estimates-launch-loop-spin" "estimated ${got} of $N launches, stated interval ${ci/ /-}: not honest, or too wide to say anything"
 fi
+
+# The worst case, 40 ns launches back to back: in a window a 3 us probe hit takes ~99% of
+# the thread's time, and how many calls it would have made without them hangs on the
+# difference of two nearly equal times. The estimate then said 16 of 156 million with a
+# 95% interval of 4.9-20 million: 10 times short, and dishonest. The interval must hold
+# the truth; its upper end may be unbounded, and the comment then says why.
+N=30000000
+"$GPUBPF" record --overhead-budget $BUDGET -o "$TMP/ll40.pb.gz" -- "$WL/cuda/launch_loop" $N \
+	>"$TMP/ll40.out" 2>"$TMP/ll40.err"
+est=$(pprof -raw "$TMP/ll40.pb.gz" | sed -n 's/^Comment: cuda estimate: launches: //p')
+echo "== launch_loop $N (40 ns launches): $est"
+ci=$(echo "$est" | sed -n 's/^[0-9,]* calls, 95% CI \([0-9,]*\)-\([0-9,]*\|unbounded\) .*/\1 \2/p' | tr -d ,)
+if [ -z "$ci" ]; then
+	fail "estimates-launch-loop-40ns-honest" "no interval for the launches: $est"
+else
+	set -- $ci
+	if [ "$1" -le $N ] && { [ "$2" = unbounded ] || [ "$2" -ge $N ]; }; then
+		pass "estimates-launch-loop-40ns-honest"
+	else
+		fail "estimates-launch-loop-40ns-honest" "truth $N outside the stated interval $1-$2"
+	fi
+	if [ "$2" = unbounded ] && ! echo "$est" | grep -q "cannot be told"; then
+		fail "estimates-launch-loop-40ns-says-why" "an unbounded interval without its reason: $est"
+	fi
+fi

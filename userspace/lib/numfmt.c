@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -11,7 +12,11 @@ const char *numfmt__grouped(char *buf, size_t len, double v)
 
 	if (!len)
 		return buf;
-	snprintf(raw, sizeof(raw), "%.0f", v < 0 ? 0 : v);
+	if (isinf(v) && v > 0) {
+		snprintf(buf, len, "unbounded");
+		return buf;
+	}
+	snprintf(raw, sizeof(raw), "%.0f", v < 0 || v != v ? 0 : v);
 	n = strlen(raw);
 	for (size_t i = 0; i < n && o + 2 < len; i++) {
 		if (i && (n - i) % 3 == 0)

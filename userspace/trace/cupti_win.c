@@ -395,6 +395,19 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 				     numfmt__grouped(seen, sizeof(seen), k.seen), k.periods);
 		return;
 	}
+	if (isinf(k.hi)) {
+		/* CUPTI's cost, at the dearest end of its range, took all of a launching thread's
+		 * time in a window (estimate.h, est_run_delay) */
+		profile__add_comment(c->s->prof,
+				     "gpu estimate: kernels %s, 95%% CI %s-unbounded; kernel time %.4g ms, 95%% CI "
+				     "%.4g ms-unbounded (a thread that launched back to back spent all its time in "
+				     "CUPTI in a window, at its dearest: --exact follows every launch); from %s device "
+				     "records seen in windows of %d of %d periods",
+				     numfmt__grouped(e, sizeof(e), k.est), numfmt__grouped(lo, sizeof(lo), k.lo),
+				     t.est / 1e6, t.lo / 1e6, numfmt__grouped(seen, sizeof(seen), k.seen), k.sampled,
+				     k.periods);
+		return;
+	}
 	profile__add_comment(c->s->prof,
 			     "gpu estimate: kernels %s, 95%% CI %s-%s (+-%.2g%%); kernel time %.4g ms, 95%% CI "
 			     "%.4g-%.4g ms (+-%.2g%%); from %s device records seen in windows of %d of %d periods",

@@ -69,7 +69,8 @@ struct est_segment est_segment_split(double t, double end, double w);
  * delay pushed past the window's end, added back. CALLS counted calls in the window;
  * RUN_CALLS of them since the thread last slept or waited on the device, the first at
  * RUN_START and the last at LAST (seconds); BACKLOG the probe time of that run, LAST_COST
- * of its last hit; SLEPT: the thread slept after its last call (the delay was made up). */
+ * of its last hit; SLEPT: the thread slept after its last call (the delay was made up).
+ * INFINITY when BACKLOG is all the run's time: its calls without probes cannot be told. */
 double est_run_factor(uint32_t calls, uint32_t run_calls, double run_start, double last, double backlog,
 		      double last_cost, bool slept);
 
@@ -78,7 +79,9 @@ double est_run_factor(uint32_t calls, uint32_t run_calls, double run_start, doub
 #define EST_TRAP_HI 2.5
 
 /* A delay correction with its range: MID with the traps as calibrated, LO and HI with
- * them at EST_TRAP_LO and EST_TRAP_HI times (LO <= MID <= HI; all 1 without a delay). */
+ * them at EST_TRAP_LO and EST_TRAP_HI times (LO <= MID <= HI; all 1 without a delay).
+ * MID adds back at most 20 times the run's calls; HI is not held so, and is INFINITY
+ * where the probes at HI's traps took all of the run's time. */
 struct est_delay {
 	double mid, lo, hi;
 };
@@ -143,7 +146,8 @@ void est_period_add(struct est_period *p, double w, const struct est_delay *d, d
 struct est_total {
 	double seen;	       /* calls seen */
 	double est;	       /* estimate */
-	double lo, hi;	       /* 95% confidence interval, the delay correction's range included */
+	double lo, hi;	       /* 95% confidence interval, the delay correction's range included
+				* (hi INFINITY: unbounded, est_run_delay) */
 	double sys_lo, sys_hi; /* the estimate at the delay correction's ends (sys_lo <= est <= sys_hi) */
 	int sampled;	       /* periods observed with probability < 1 */
 	int periods;

@@ -50,7 +50,7 @@ void windows__duty_text(const struct governor *gv, char *buf, size_t len)
 static void estimate_comment(struct profile *prof, const char *group, const char *what, const struct est_total *t,
 			     const struct windows_summary *sum)
 {
-	char e[32], lo[32], hi[32], seen[32], sys[224] = "", how[128];
+	char e[32], lo[32], hi[32], seen[32], sys[384] = "", how[128], up[32], pm[128];
 	double half = (t->hi - t->lo) / 2;
 
 	if (!t->sampled) {
@@ -81,16 +81,27 @@ static void estimate_comment(struct profile *prof, const char *group, const char
 				 "calibrated on gpubpf's own call, taken at %.1f-%.1f times: too few of the kernel's "
 				 "ticks to time them",
 				 EST_TRAP_LO, EST_TRAP_HI);
-		snprintf(sys, sizeof(sys),
-			 "; the correction for the probes' delay alone -%.2g%% +%.2g%% (its traps %s)",
-			 100 * (t->est - t->sys_lo) / t->est, 100 * (t->sys_hi - t->est) / t->est, how);
+		if (isinf(t->sys_hi))
+			snprintf(up, sizeof(up), "unbounded");
+		else
+			snprintf(up, sizeof(up), "%.2g%%", 100 * (t->sys_hi - t->est) / t->est);
+		snprintf(sys, sizeof(sys), "; the correction for the probes' delay alone -%.2g%% +%s (its traps %s)%s",
+			 100 * (t->est - t->sys_lo) / t->est, up, how,
+			 isinf(t->sys_hi)
+			     ? "; with the traps at their dearest the probes took all of a thread's time in "
+			       "a window: the calls it would have made without them cannot be told"
+			     : "");
 	}
+	if (isinf(t->hi))
+		snprintf(pm, sizeof(pm), "unbounded above: --exact counts them");
+	else
+		snprintf(pm, sizeof(pm), "+-%.2g%%", t->est > 0 ? 100 * half / t->est : 0);
 	profile__add_comment(prof,
-			     "cuda estimate: %s: %s %s, 95%% CI %s-%s (+-%.2g%%), from %s calls seen in windows of "
+			     "cuda estimate: %s: %s %s, 95%% CI %s-%s (%s), from %s calls seen in windows of "
 			     "%d of %d periods%s",
 			     group, numfmt__grouped(e, sizeof(e), t->est), what, numfmt__grouped(lo, sizeof(lo), t->lo),
-			     numfmt__grouped(hi, sizeof(hi), t->hi), t->est > 0 ? 100 * half / t->est : 0,
-			     numfmt__grouped(seen, sizeof(seen), t->seen), t->sampled, t->periods, sys);
+			     numfmt__grouped(hi, sizeof(hi), t->hi), pm, numfmt__grouped(seen, sizeof(seen), t->seen),
+			     t->sampled, t->periods, sys);
 }
 
 /* The parts of what gpubpf cost the busiest thread, as fractions of ELAPSED. */
