@@ -10,6 +10,11 @@
 /* The kernel's PERF_MAX_STACK_DEPTH default: deeper stacks are truncated (and counted). */
 #define STACKS_MAX_DEPTH 127
 
+/* A stack id with this bit is in the overflow map of its buffer (bpf/stacks.bpf.h): its
+ * bucket in the main map held another stack (a hash collision, -EEXIST). */
+#define STACKS_OVF 0x40000000
+#define STACKS_OVF_ENTRIES 1024
+
 /* Per-CPU drop and error counters, surfaced in the status line and summary. */
 enum stack_stat {
 	STAT_SAMPLES = 0,     /* events counted into the aggregation map */
@@ -18,6 +23,7 @@ enum stack_stat {
 	STAT_MAP_FULL = 3,    /* aggregation map full: the event was dropped */
 	STAT_STACK_FULL = 4,  /* stack map full (-ENOMEM) */
 	STAT_CLOCK_MOVED = 5, /* a per-thread CPU event sampled another thread than last time */
+	STAT_STACK_OVF = 6,   /* a stack kept in the overflow map (its bucket collided) */
 	STAT_NR = 8,
 };
 

@@ -124,3 +124,29 @@ check_runtime static-r1 runtime_wl_static 1
 check_runtime shared-r1 runtime_wl_shared 1
 check_runtime static-r7 runtime_wl_static 7
 check_runtime shared-r4 runtime_wl_shared 4
+
+# Stack-map bucket collisions: two of a recording's stacks that hash to one bucket used to
+# lose the second (bpf_get_stackid's -EEXIST: "2 stacks lost", the calls under their
+# caller alone; ~1% of runs, and a CI failure of this file once). The loser goes to its
+# buffer's overflow map. Main maps of 2 entries make collisions sure: every call and
+# every CPU sample must keep its whole stack.
+out=$TMP/collide.pb.gz
+GPUBPF_STACK_MAP_ENTRIES=2 GPUBPF_WL_REPEAT=1 "$GPUBPF" record --exact -o "$out" -- "$CUDA_WL/runtime_wl_static" \
+	>"$TMP/collide.log" 2>&1
+"$GPUBPF" convert "$out" -o "$TMP/collide.folded" --format folded --sample-type cuda_calls 2>>"$TMP/collide.log"
+calls=$(awk '{s += $NF} END {print s + 0}' "$TMP/collide.folded")
+cut=$(grep -v ';main;' "$TMP/collide.folded" | awk '{s += $NF} END {print s + 0}')
+lost=$(pprof -raw "$out" | sed -n 's/^Comment: cuda: .* \([0-9]*\) stacks lost.*/\1/p')
+if [ "$calls" = 209 ] && [ "$cut" = 0 ] && [ "$lost" = 0 ]; then
+	pass "collisions-kept-cuda"
+else
+	fail "collisions-kept-cuda" "$calls calls (want 209), $cut without main, '${lost}' stacks lost: $(grep -v ';main;' "$TMP/collide.folded" | head -3 | tr '\n' ';')"
+fi
+GPUBPF_STACK_MAP_ENTRIES=2 "$GPUBPF" record -o "$TMP/collide-cpu.pb.gz" -- "$WL/cpu_ratio" 1 >/dev/null 2>&1
+lost=$(pprof -raw "$TMP/collide-cpu.pb.gz" | sed -n 's/^Comment: cpu: [0-9]* samples, \([0-9]*\) stacks lost.*/\1/p')
+n=$(pprof -raw "$TMP/collide-cpu.pb.gz" | sed -n 's/^Comment: cpu: \([0-9]*\) samples.*/\1/p')
+if [ "$lost" = 0 ] && [ "${n:-0}" -gt 50 ]; then
+	pass "collisions-kept-cpu"
+else
+	fail "collisions-kept-cpu" "${n:-?} samples, '${lost}' stacks lost"
+fi

@@ -295,6 +295,7 @@ struct cpu_sampler *cpu__new(struct session *s, int targets_fd, int comms_fd)
 		goto fail;
 	}
 	SESSION_SET_RODATA(c->skel->rodata, s);
+	stacks__test_size(c->skel->maps.stacks0, c->skel->maps.stacks1);
 	err = session__share_maps(s, c->skel->obj, targets_fd, comms_fd);
 	if (err) {
 		pr_err("cannot share the target map: %s", strerror(-err));
@@ -339,7 +340,8 @@ static int drain_buffer(struct cpu_sampler *c, unsigned buf)
 {
 	struct session *s = c->s;
 	struct bpf_map *counts = buf ? c->skel->maps.counts1 : c->skel->maps.counts0;
-	int stacks_fd = bpf_map__fd(buf ? c->skel->maps.stacks1 : c->skel->maps.stacks0);
+	struct stack_maps sm = {bpf_map__fd(buf ? c->skel->maps.stacks1 : c->skel->maps.stacks0),
+				bpf_map__fd(buf ? c->skel->maps.stacks1_ovf : c->skel->maps.stacks0_ovf)};
 	uint64_t kips[STACKS_MAX_DEPTH], uips[STACKS_MAX_DEPTH];
 	struct stacks_taken t;
 	int32_t *ids = NULL;
@@ -361,8 +363,8 @@ static int drain_buffer(struct cpu_sampler *c, unsigned buf)
 		ids[nids++] = key.ustack;
 		if (!count)
 			continue;
-		nk = stacks__read(stacks_fd, key.kstack, kips, &tk);
-		nu = stacks__read(stacks_fd, key.ustack, uips, &tu);
+		nk = stacks__read(&sm, key.kstack, kips, &tk);
+		nu = stacks__read(&sm, key.ustack, uips, &tu);
 		s->truncated_stacks += (uint64_t)(tk + tu);
 		if (s->opts->all)
 			procs__note_pid(s->procs, (int)key.tgid);
@@ -376,10 +378,7 @@ static int drain_buffer(struct cpu_sampler *c, unsigned buf)
 			c->samples += count;
 	}
 	/* Nothing writes this buffer now: empty it for its next turn. */
-	if (ids)
-		stacks__clear_ids(stacks_fd, ids, nids);
-	else
-		stacks__clear(stacks_fd, sizeof(uint32_t));
+	stacks__clear_ids(&sm, ids, nids);
 	stacks__clear(bpf_map__fd(counts), sizeof(struct cpu_key)); /* what an error left */
 	free(ids);
 	stacks__taken_free(&t);

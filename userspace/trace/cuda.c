@@ -155,6 +155,7 @@ static int load_flavour(struct cuda_tracer *c, int targets_fd, int comms_fd, boo
 	if (!c->skel)
 		return -errno;
 	SESSION_SET_RODATA(c->skel->rodata, s);
+	stacks__test_size(c->skel->maps.stacks0, c->skel->maps.stacks1);
 	c->multi = multi;
 	if (c->trace) {
 		c->skel->rodata->trace_calls = true;

@@ -154,9 +154,10 @@ static void kernel_frame(struct cuda_tracer *c, const struct cuda_key *k, const 
 }
 
 /* The user stack of a drained call, its first frame made the caller's call site. */
-static int read_ips(struct cuda_tracer *c, const struct cuda_key *k, int stacks_fd, uint64_t *ips, int *trunc)
+static int read_ips(struct cuda_tracer *c, const struct cuda_key *k, const struct stack_maps *sm, uint64_t *ips,
+		    int *trunc)
 {
-	int n = stacks__read(stacks_fd, k->ustack, ips, trunc);
+	int n = stacks__read(sm, k->ustack, ips, trunc);
 
 	/* Entry probes: ips[0] is the function's own entry, and a frame-pointer walk from a
 	 * function's first instruction skips its direct caller: [rsp] (k->caller) takes
@@ -296,8 +297,9 @@ static int settle_staged(struct cuda_tracer *c, bool final)
 static int drain_buffer(struct cuda_tracer *c, unsigned buf, bool final)
 {
 	struct bpf_map *counts = buf ? c->skel->maps.ccounts1 : c->skel->maps.ccounts0;
-	int stacks_fd = bpf_map__fd(buf ? c->skel->maps.stacks1 : c->skel->maps.stacks0);
-	int alloc_fd = bpf_map__fd(c->skel->maps.alloc_stacks);
+	struct stack_maps sm = {bpf_map__fd(buf ? c->skel->maps.stacks1 : c->skel->maps.stacks0),
+				bpf_map__fd(buf ? c->skel->maps.stacks1_ovf : c->skel->maps.stacks0_ovf)};
+	struct stack_maps alloc = {bpf_map__fd(c->skel->maps.alloc_stacks), -1};
 	uint64_t ips[STACKS_MAX_DEPTH];
 	struct stacks_taken t;
 	int32_t *ids = NULL;
@@ -321,15 +323,12 @@ static int drain_buffer(struct cuda_tracer *c, unsigned buf, bool final)
 			continue;
 		if (c->s->opts->all)
 			procs__note_pid(c->s->procs, (int)key.tgid);
-		n = read_ips(c, &key, key.flags & CUDA_KEY_ALLOC_STACK ? alloc_fd : stacks_fd, ips, &trunc);
+		n = read_ips(c, &key, key.flags & CUDA_KEY_ALLOC_STACK ? &alloc : &sm, ips, &trunc);
 		err = settle_call(c, &key, &val, ips, n, trunc, final);
 		if (err > 0)
 			err = 0;
 	}
-	if (ids)
-		stacks__clear_ids(stacks_fd, ids, nids);
-	else
-		stacks__clear(stacks_fd, sizeof(uint32_t));
+	stacks__clear_ids(&sm, ids, nids);
 	stacks__clear(bpf_map__fd(counts), sizeof(struct cuda_key)); /* what an error left */
 	free(ids);
 	stacks__taken_free(&t);
@@ -356,7 +355,7 @@ void cuda__set_windows(struct cuda_tracer *c, struct windows *w)
 int cuda__finish(struct cuda_tracer *c)
 {
 	int live_fd = bpf_map__fd(c->skel->maps.live_allocs);
-	int alloc_fd = bpf_map__fd(c->skel->maps.alloc_stacks);
+	struct stack_maps alloc = {bpf_map__fd(c->skel->maps.alloc_stacks), -1};
 	struct cuda_alloc_key key, next, *prev = NULL;
 	struct cuda_alloc_val val;
 	struct cuda_val none = {0};
@@ -368,7 +367,7 @@ int cuda__finish(struct cuda_tracer *c)
 		if (bpf_map_lookup_elem(live_fd, &key, &val) || !val.size)
 			continue;
 		uint64_t ips[STACKS_MAX_DEPTH];
-		int trunc = 0, n = read_ips(c, &val.key, alloc_fd, ips, &trunc);
+		int trunc = 0, n = read_ips(c, &val.key, &alloc, ips, &trunc);
 
 		c->s->truncated_stacks += (uint64_t)trunc;
 		err = add_cuda_sample(c, &val.key, &none, ips, n, (int64_t)val.size, 1);

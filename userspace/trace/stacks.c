@@ -11,13 +11,13 @@
 #include "hmap.h"
 #include "stacks.h"
 
-int stacks__read(int fd, int32_t id, uint64_t ips[STACKS_MAX_DEPTH], int *truncated)
+int stacks__read(const struct stack_maps *m, int32_t id, uint64_t ips[STACKS_MAX_DEPTH], int *truncated)
 {
-	uint32_t key = (uint32_t)id;
-	int n = 0;
+	uint32_t key = (uint32_t)id & ~(uint32_t)STACKS_OVF;
+	int fd = id & STACKS_OVF ? m->ovf_fd : m->fd, n = 0;
 
 	*truncated = 0;
-	if (id < 0)
+	if (id < 0 || fd < 0)
 		return 0;
 	if (bpf_map_lookup_elem(fd, &key, ips))
 		return 0;
@@ -111,23 +111,38 @@ void stacks__taken_free(struct stacks_taken *t)
 	memset(t, 0, sizeof(*t));
 }
 
-void stacks__clear_ids(int fd, const int32_t *ids, size_t n)
+void stacks__clear_ids(const struct stack_maps *m, const int32_t *ids, size_t n)
 {
 	struct hmap done = {0};
 	uint32_t key;
 
-	for (size_t i = 0; i < n; i++) {
-		if (ids[i] < 0 || hmap__get(&done, (uint32_t)ids[i], 0, 0, NULL))
+	for (size_t i = 0; ids && i < n; i++) {
+		int fd = ids[i] & STACKS_OVF ? m->ovf_fd : m->fd;
+
+		if (ids[i] < 0 || fd < 0 || hmap__get(&done, (uint32_t)ids[i], 0, 0, NULL))
 			continue;
-		key = (uint32_t)ids[i];
+		key = (uint32_t)ids[i] & ~(uint32_t)STACKS_OVF;
 		bpf_map_delete_elem(fd, &key);
-		if (hmap__put(&done, key, 0, 0, 1))
+		if (hmap__put(&done, (uint32_t)ids[i], 0, 0, 1))
 			break;
 	}
 	hmap__clear(&done);
 	/* a stack whose count never landed (its map was full): the walk takes it */
-	if (bpf_map_get_next_key(fd, NULL, &key) == 0)
-		stacks__clear(fd, sizeof(key));
+	if (bpf_map_get_next_key(m->fd, NULL, &key) == 0)
+		stacks__clear(m->fd, sizeof(key));
+	if (m->ovf_fd >= 0 && bpf_map_get_next_key(m->ovf_fd, NULL, &key) == 0)
+		stacks__clear(m->ovf_fd, sizeof(key));
+}
+
+void stacks__test_size(struct bpf_map *a, struct bpf_map *b)
+{
+	const char *e = getenv("GPUBPF_STACK_MAP_ENTRIES");
+	long n = e ? strtol(e, NULL, 10) : 0;
+
+	if (n > 0 && n <= STACKS_OVF) {
+		bpf_map__set_max_entries(a, (uint32_t)n);
+		bpf_map__set_max_entries(b, (uint32_t)n);
+	}
 }
 
 uint64_t stacks__stat(int stats_fd, uint32_t idx)

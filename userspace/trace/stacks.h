@@ -7,9 +7,15 @@
 
 #include "../../bpf/stacks.h"
 
-/* Copy stack ID of the stack map FD into ips (leaf first). Returns the depth (0 for an
- * id < 0 or a missing entry). *truncated is set when the stack filled STACKS_MAX_DEPTH. */
-int stacks__read(int fd, int32_t id, uint64_t ips[STACKS_MAX_DEPTH], int *truncated);
+/* A buffer's stack map and its overflow map (bpf/stacks.bpf.h; ovf_fd -1: none). */
+struct stack_maps {
+	int fd, ovf_fd;
+};
+
+/* Copy stack ID of the stack maps M into ips (leaf first): an id with STACKS_OVF is in
+ * the overflow map. Returns the depth (0 for an id < 0 or a missing entry). *truncated
+ * is set when the stack filled STACKS_MAX_DEPTH. */
+int stacks__read(const struct stack_maps *m, int32_t id, uint64_t ips[STACKS_MAX_DEPTH], int *truncated);
 
 /* Make the other buffer active (ACTIVE is a BPF object's mmapped buf_active), wait for
  * programs that already picked the old one to finish, and return the old one: it can be
@@ -33,10 +39,17 @@ struct stacks_taken {
 int stacks__take(int fd, uint32_t key_size, uint32_t val_size, uint32_t max_entries, struct stacks_taken *t);
 void stacks__taken_free(struct stacks_taken *t);
 
-/* Empty the stack map FD of the inactive buffer: the N IDS its entries were read
+/* Empty the stack maps M of the inactive buffer: the N IDS their entries were read
  * under, one delete each (duplicates and ids < 0 skipped), then a walk over anything
- * left (a stack whose count never landed because the counts map was full). */
-void stacks__clear_ids(int fd, const int32_t *ids, size_t n);
+ * left (a stack whose count never landed because the counts map was full); IDS NULL:
+ * the walks only. */
+void stacks__clear_ids(const struct stack_maps *m, const int32_t *ids, size_t n);
+
+struct bpf_map;
+/* Before load: the two buffers' stack maps A, B sized GPUBPF_STACK_MAP_ENTRIES where it
+ * is set (tests: a tiny map makes bucket collisions sure, and the overflow maps take the
+ * losers); else left as built. */
+void stacks__test_size(struct bpf_map *a, struct bpf_map *b);
 
 /* Sum one counter of the per-CPU stats map over every CPU. */
 uint64_t stacks__stat(int stats_fd, uint32_t idx);
