@@ -39,6 +39,14 @@ struct {
 	__uint(value_size, STACKS_MAX_DEPTH * sizeof(__u64));
 } alloc_stacks SEC(".maps");
 
+/* ... and the allocation stacks whose bucket there another holds (bpf/stackid.bpf.h) */
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 1024);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, STACKS_MAX_DEPTH * sizeof(__u64));
+} alloc_stacks_ovf SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
@@ -551,7 +559,7 @@ static __always_inline int leave(struct pt_regs *ctx)
 		if (!call_counts(rc))
 			break;
 		bpf_probe_read_user(&ak.ptr, sizeof(ak.ptr), (void *)pend->out);
-		id = bpf_get_stackid(ctx, &alloc_stacks, BPF_F_USER_STACK);
+		id = stackid_ovf(ctx, &alloc_stacks, &alloc_stacks_ovf, BPF_F_USER_STACK);
 		if (id < 0)
 			stat_inc(id == -ENOMEM ? STAT_STACK_FULL : STAT_USTACK_LOST);
 		key.ustack = id < 0 ? -1 : (__s32)id;

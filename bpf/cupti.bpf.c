@@ -21,6 +21,7 @@
 #define ENOMEM 12
 #include "targets.bpf.h"
 #include "stacks.h"
+#include "stackid.bpf.h"
 #include "python.bpf.h"
 #include "cupti.h"
 
@@ -35,6 +36,14 @@ struct {
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, STACKS_MAX_DEPTH * sizeof(__u64));
 } launch_stacks SEC(".maps");
+
+/* ... and the launch stacks whose bucket there another holds (bpf/stackid.bpf.h) */
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 4096);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, STACKS_MAX_DEPTH * sizeof(__u64));
+} launch_stacks_ovf SEC(".maps");
 
 /* Sampled launches waiting for their records. LRU: a launch whose records never come
  * (a failed launch) ages out. */
@@ -165,7 +174,7 @@ int BPF_USDT(dev_launch, __u32 corr, __u32 cbinfo, __u32 win)
 		count_run(tgid, tid, v.window);
 	/* The probe sits mid-function in the library's callback, whose frame is set up:
 	 * the frame-pointer walk misses no caller here (unlike at a function entry). */
-	id = bpf_get_stackid(ctx, &launch_stacks, BPF_F_USER_STACK);
+	id = stackid_ovf(ctx, &launch_stacks, &launch_stacks_ovf, BPF_F_USER_STACK);
 	if (id < 0)
 		stat_inc(id == -ENOMEM ? STAT_STACK_FULL : STAT_USTACK_LOST);
 	v.ustack = id < 0 ? -1 : (__s32)id;

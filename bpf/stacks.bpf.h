@@ -8,13 +8,10 @@
 #define GPUBPF_STACKS_BPF_H
 
 #include "stacks.h"
+#include "stackid.bpf.h"
 
 #ifndef STACKS_MAP_ENTRIES
 #define STACKS_MAP_ENTRIES 8192 /* per buffer (a second): distinct stacks, with room against hash collisions */
-#endif
-
-#ifndef EEXIST
-#define EEXIST 17
 #endif
 
 #define DEFINE_STACK_MAP(name, entries)                                                                                \
@@ -60,15 +57,11 @@ static __always_inline void *stack_map(__u32 buf)
 /* bpf_get_stackid into buffer BUF's map, or its overflow map where the bucket collided. */
 static __always_inline long get_stackid(void *ctx, __u32 buf, __u64 flags)
 {
-	long id = bpf_get_stackid(ctx, stack_map(buf), flags), id2;
+	long id = stackid_ovf(ctx, stack_map(buf), buf ? (void *)&stacks1_ovf : (void *)&stacks0_ovf, flags);
 
-	if (id != -EEXIST)
-		return id;
-	id2 = bpf_get_stackid(ctx, buf ? (void *)&stacks1_ovf : (void *)&stacks0_ovf, flags);
-	if (id2 < 0)
-		return id;
-	stat_inc(STAT_STACK_OVF);
-	return id2 | STACKS_OVF;
+	if (id >= 0 && (id & STACKS_OVF))
+		stat_inc(STAT_STACK_OVF);
+	return id;
 }
 
 /* Returns the user stack id or a negative error; counts failures. */

@@ -299,7 +299,8 @@ static int drain_buffer(struct cuda_tracer *c, unsigned buf, bool final)
 	struct bpf_map *counts = buf ? c->skel->maps.ccounts1 : c->skel->maps.ccounts0;
 	struct stack_maps sm = {bpf_map__fd(buf ? c->skel->maps.stacks1 : c->skel->maps.stacks0),
 				bpf_map__fd(buf ? c->skel->maps.stacks1_ovf : c->skel->maps.stacks0_ovf)};
-	struct stack_maps alloc = {bpf_map__fd(c->skel->maps.alloc_stacks), -1};
+	struct stack_maps alloc = {bpf_map__fd(c->skel->maps.alloc_stacks),
+				   bpf_map__fd(c->skel->maps.alloc_stacks_ovf)};
 	uint64_t ips[STACKS_MAX_DEPTH];
 	struct stacks_taken t;
 	int32_t *ids = NULL;
@@ -355,7 +356,8 @@ void cuda__set_windows(struct cuda_tracer *c, struct windows *w)
 int cuda__finish(struct cuda_tracer *c)
 {
 	int live_fd = bpf_map__fd(c->skel->maps.live_allocs);
-	struct stack_maps alloc = {bpf_map__fd(c->skel->maps.alloc_stacks), -1};
+	struct stack_maps alloc = {bpf_map__fd(c->skel->maps.alloc_stacks),
+				   bpf_map__fd(c->skel->maps.alloc_stacks_ovf)};
 	struct cuda_alloc_key key, next, *prev = NULL;
 	struct cuda_alloc_val val;
 	struct cuda_val none = {0};

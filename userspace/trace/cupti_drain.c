@@ -151,7 +151,9 @@ static int add_dev_sample(struct cupti_tracer *c, const struct dev_key *k, const
 		extra[nextra++] = (struct prof_label){.key = "cuda_graph", .str = gbuf};
 	}
 
-	n = stacks__read(&(struct stack_maps){bpf_map__fd(c->skel->maps.launch_stacks), -1}, k->ustack, ips, &trunc);
+	n = stacks__read(&(struct stack_maps){bpf_map__fd(c->skel->maps.launch_stacks),
+					      bpf_map__fd(c->skel->maps.launch_stacks_ovf)},
+			 k->ustack, ips, &trunc);
 	s->truncated_stacks += (uint64_t)trunc;
 	if (n > 0) {
 		const struct ranges *rg = ranges_of(c, k->tgid);
