@@ -214,6 +214,13 @@ def device_windows(pb):
     prints them), as result rows: the cost per launch measured in the job, the duty, the
     estimate with its interval."""
     rc, out = run("report-" + os.path.basename(pb), [GPUBPF, "report", pb])
+    # the probes' cost part by part (issue 13): with no window open (attaching waits for a
+    # grace period; the kernel is warmed ahead), and CPU sampling with its stack walk
+    cc = re.search(r"cuda cost: estimated overhead ([0-9.e+-]+)%.*probe hits ([0-9.e+-]+)% .*; ([0-9.e+-]+)% of it "
+                   r"with the probes in and no window open.*CPU sampling ([0-9.e+-]+)% \(([0-9.]+) us a sample\)", out)
+    if cc:
+        result("13", "CUDA probes' cost: overall, hits, of which no window open, CPU sampling (a sample)",
+               "%s%%, %s%%, %s%%, %s%% (%s us)" % cc.groups(), "measured", "INFO")
     cost = re.search(r"gpu cost: device time in windows of ([0-9.e+-]+)% .*a launch costs ([0-9.]+) us more with it "
                      r"\(CUPTI's activity and the launch probe ([0-9.]+) us.*callbacks ([0-9.]+) us.*against "
                      r"([0-9.]+) us without; estimated overhead ([0-9.e+-]+)%", out)
