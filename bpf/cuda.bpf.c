@@ -32,20 +32,10 @@ struct cuda_counts ccounts1 SEC(".maps");
 
 /* Allocation stacks outlive the double buffer: a live allocation is reported under its
  * stack at the end of the recording. Allocations are rare, so this map stays small. */
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, 8192);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, STACKS_MAX_DEPTH * sizeof(__u64));
-} alloc_stacks SEC(".maps");
+DEFINE_STACK_MAP(alloc_stacks, 8192);
 
 /* ... and the allocation stacks whose bucket there another holds (bpf/stackid.bpf.h) */
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, 1024);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, STACKS_MAX_DEPTH * sizeof(__u64));
-} alloc_stacks_ovf SEC(".maps");
+DEFINE_STACK_MAP(alloc_stacks_ovf, 1024);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -30,20 +30,10 @@ char LICENSE[] SEC("license") = "GPL";
 /* Launch stacks outlive the double buffer: records arrive up to a flush period (and a
  * device queue) after their launch, possibly across a drain. Training loops repeat a
  * bounded set of launch stacks, so this map does not grow with the recording. */
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, 16384);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, STACKS_MAX_DEPTH * sizeof(__u64));
-} launch_stacks SEC(".maps");
+DEFINE_STACK_MAP(launch_stacks, 16384);
 
 /* ... and the launch stacks whose bucket there another holds (bpf/stackid.bpf.h) */
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, 4096);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, STACKS_MAX_DEPTH * sizeof(__u64));
-} launch_stacks_ovf SEC(".maps");
+DEFINE_STACK_MAP(launch_stacks_ovf, 4096);
 
 /* Sampled launches waiting for their records. LRU: a launch whose records never come
  * (a failed launch) ages out. */

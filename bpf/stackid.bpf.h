@@ -12,6 +12,15 @@
 #define EEXIST 17
 #endif
 
+/* A stack map of ENTRIES stacks of up to STACKS_MAX_DEPTH frames. */
+#define DEFINE_STACK_MAP(name, entries)                                                                                \
+	struct {                                                                                                       \
+		__uint(type, BPF_MAP_TYPE_STACK_TRACE);                                                                \
+		__uint(max_entries, entries);                                                                          \
+		__uint(key_size, sizeof(__u32));                                                                       \
+		__uint(value_size, STACKS_MAX_DEPTH * sizeof(__u64));                                                  \
+	} name SEC(".maps")
+
 /* bpf_get_stackid into MAP, or OVF where its bucket in MAP holds another stack. */
 static __always_inline long stackid_ovf(void *ctx, void *map, void *ovf, __u64 flags)
 {

@@ -14,14 +14,6 @@
 #define STACKS_MAP_ENTRIES 8192 /* per buffer (a second): distinct stacks, with room against hash collisions */
 #endif
 
-#define DEFINE_STACK_MAP(name, entries)                                                                                \
-	struct {                                                                                                       \
-		__uint(type, BPF_MAP_TYPE_STACK_TRACE);                                                                \
-		__uint(max_entries, entries);                                                                          \
-		__uint(key_size, sizeof(__u32));                                                                       \
-		__uint(value_size, STACKS_MAX_DEPTH * sizeof(__u64));                                                  \
-	} name SEC(".maps")
-
 DEFINE_STACK_MAP(stacks0, STACKS_MAP_ENTRIES);
 DEFINE_STACK_MAP(stacks1, STACKS_MAP_ENTRIES);
 /* A stack map keeps one stack a bucket and refuses (-EEXIST) another that hashes there:
