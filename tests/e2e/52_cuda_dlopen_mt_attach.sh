@@ -180,7 +180,7 @@ if wl_summary "$TMP/loop.out" launch_loop && load_profile "$out" "$TMP/$p"; then
 		expect "$p:comment-calls-traced-matches-profile" "${got:-?}" "$n" "the profile's comment says '$info'; its cuda_calls add up to $n"
 	fi
 	pprof -top -sample_index=cuda_launches "$out" >"$TMP/$p.top"
-	grep -qF 'loop_kernel(int, int*)' "$TMP/$p.top" && grep -qF 'launch_n(long)' "$TMP/$p.top" &&
+	grep -qF 'loop_kernel(int, int*, unsigned long long)' "$TMP/$p.top" && grep -qF 'launch_n(long)' "$TMP/$p.top" &&
 		pass "$p:top-lists-kernel-and-site" || fail "$p:top-lists-kernel-and-site" "$(tr '\n' ';' <"$TMP/$p.top" | tail -c 600)"
 else
 	fail "$p:profile" "no summary line or unreadable profile: $(cat "$TMP/loop.out") $(tail -3 "$TMP/$p.log" | tr '\n' ';')"

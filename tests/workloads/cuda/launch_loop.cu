@@ -1,10 +1,17 @@
 // launch_loop: a tight loop of kernel launches (<<<>>> => cudaLaunchKernel) for
 // benchmarks. Built with -cudart shared.
-//   launch_loop [COUNT] [--seconds S] [--spin-us U]
+//   launch_loop [COUNT] [--seconds S] [--spin-us U] [--device-us K [--queue Q]]
 // COUNT defaults to 20000 x GPUBPF_WL_REPEAT; with --seconds S it loops until S
 // seconds have passed (checking the clock every 1000 launches) and ignores COUNT.
 // --spin-us U spins U microseconds after each launch: a launch that costs what a real
 // one does (4-5 us on an H100) where a failing one costs 40 ns.
+// --device-us K makes each kernel take K microseconds on the device, so that the device,
+// not the thread, sets the pace once its queue is full: a launch then waits inside the
+// call for a kernel to finish (spinning, as the driver does by default), and a delay
+// before the call (a probe) is absorbed by that wait instead of pushing launches out.
+// On a GPU the kernel busy-waits K us on the device's clock (%globaltimer); without one
+// (launches fail fast) an in-process device stands in: kernels run one after another, K
+// us each, and a launch spins while Q of them (--queue, default 1024) are pending.
 // Prints: "launch_loop: launches=N seconds=T launches_per_sec=X".
 // Start-up convention (GPUBPF_WL_WAIT / --wait-stdin): wl_common.c.
 #include <cstdio>
@@ -18,8 +25,16 @@ extern "C" void wl_wait(int argc, char **argv);
 
 #define NOINLINE __attribute__((noinline))
 
-__global__ void loop_kernel(int i, int *out)
+__global__ void loop_kernel(int i, int *out, unsigned long long device_ns)
 {
+	if (device_ns) {
+		unsigned long long t0, t;
+
+		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+		do
+			asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+		while (t - t0 < device_ns);
+	}
 	if (out && threadIdx.x == 0)
 		out[0] = i;
 }
@@ -32,22 +47,47 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static double spin_s;
+static double spin_s, device_s;
 
-static void spin(void)
+static void spin_until(double end)
 {
-	double end = now() + spin_s;
-
 	while (now() < end)
 		;
 }
 
+/* The device that stands in where there is none: the finish times of the last QUEUE
+ * kernels, a ring. */
+static int emulate, queue = 1024;
+static double *finish;
+static long launched, nowait;
+
+/* After a launch that failed fast, what a real one would have done: wait (spinning) until
+ * the kernel QUEUE launches back has finished, then queue this one behind the last. */
+static void device_launch(void)
+{
+	double t, start, last = launched ? finish[(launched - 1) % queue] : 0;
+
+	t = now();
+	if (launched >= queue) {
+		nowait += t >= finish[launched % queue];
+		spin_until(finish[launched % queue]);
+		t = now();
+	}
+	start = t > last ? t : last;
+	finish[launched % queue] = start + device_s;
+	launched++;
+}
+
 NOINLINE static long launch_n(long n)
 {
+	unsigned long long device_ns = emulate ? 0 : (unsigned long long)(device_s * 1e9);
+
 	for (long i = 0; i < n; i++) {
-		loop_kernel<<<1, 1>>>((int)i, nullptr);
+		loop_kernel<<<1, 1>>>((int)i, nullptr, device_ns);
+		if (emulate)
+			device_launch();
 		if (spin_s > 0)
-			spin();
+			spin_until(now() + spin_s);
 	}
 	return n;
 }
@@ -62,20 +102,42 @@ int main(int argc, char **argv)
 			seconds = atof(argv[++i]);
 		else if (strcmp(argv[i], "--spin-us") == 0 && i + 1 < argc)
 			spin_s = atof(argv[++i]) / 1e6;
+		else if (strcmp(argv[i], "--device-us") == 0 && i + 1 < argc)
+			device_s = atof(argv[++i]) / 1e6;
+		else if (strcmp(argv[i], "--queue") == 0 && i + 1 < argc)
+			queue = atoi(argv[++i]);
 		else if (argv[i][0] != '-')
 			count = atol(argv[i]);
 	}
+	if (queue < 1) {
+		fprintf(stderr, "launch_loop: --queue must be at least 1\n");
+		return 2;
+	}
 	wl_wait(argc, argv);
 	(void)cudaGetLastError(); /* lazy runtime init outside the timed loop */
+	if (device_s > 0) {
+		int ndev = 0;
+
+		emulate = cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0;
+		finish = (double *)calloc((size_t)queue, sizeof(*finish));
+		if (!finish)
+			return 1;
+	}
 	t0 = now();
 	if (seconds > 0) {
 		while (now() - t0 < seconds)
-			done += launch_n(spin_s > 0 ? 100 : 1000);
+			done += launch_n(spin_s > 0 || device_s > 0 ? 100 : 1000);
 	} else {
 		done = launch_n(count);
 	}
+	if (device_s > 0 && !emulate)
+		(void)cudaDeviceSynchronize(); /* the kernels' time is the loop's */
 	t1 = now();
-	printf("launch_loop: launches=%ld seconds=%.6f launches_per_sec=%.0f\n", done, t1 - t0,
-	       t1 > t0 ? done / (t1 - t0) : 0.0);
+	printf("launch_loop: launches=%ld seconds=%.6f launches_per_sec=%.0f%s", done, t1 - t0,
+	       t1 > t0 ? done / (t1 - t0) : 0.0, device_s > 0 ? (emulate ? " device=emulated" : " device=gpu") : "");
+	if (emulate)
+		printf(" unpaced=%.4f", launched > queue ? (double)nowait / (double)(launched - queue) : 0.0);
+	printf("\n");
+	free(finish);
 	return 0;
 }
