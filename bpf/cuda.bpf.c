@@ -108,6 +108,9 @@ __u64 group_ret_hits[CUDA_GROUPS_MAX] = {};
 __s64 group_pending[CUDA_GROUPS_MAX] = {};
 __u64 group_cost_ns[CUDA_GROUPS_MAX] = {};
 volatile __u64 trap_ns[2] = {};
+/* The stall that measures whether the probes' delay pushes a thread's calls out
+ * (struct cuda_tstate): set by userspace once the costs are calibrated; 0: none. */
+volatile __u64 stall_ns = 0;
 /* The sampling window each group's calls belong to (0: not windowed; CUDA_WINDOW_CLOSED:
  * between windows, when probes attached early or not yet detached count nothing): calls
  * carry it in their key, threads' costs in tstates. Userspace opens and closes a window
@@ -229,26 +232,57 @@ static __always_inline void emit_event(__u32 type, __u32 tgid, __u64 handle, __u
 /* The current thread's CPU time in user mode and in the kernel (0 and 0: unknown). */
 static __always_inline void task_times(__u64 *ut, __u64 *st)
 {
-	void *task = (void *)bpf_get_current_task();
+	/* kbtf.c sets both offsets or neither */
+	*ut = task_u64(task_off.utime);
+	*st = task_u64(task_off.stime);
+}
 
-	*ut = *st = 0;
-	if (task_off.utime && task_off.stime) {
-		bpf_probe_read_kernel(ut, sizeof(*ut), task + task_off.utime);
-		bpf_probe_read_kernel(st, sizeof(*st), task + task_off.stime);
-	}
+/* Hold the thread NS more (at most CUDA_STALL_MAX_LOOPS clock reads): how long it was. */
+static __always_inline __u64 stall(__u64 ns)
+{
+	__u64 t0 = bpf_ktime_get_ns(), t = t0;
+
+	for (int i = 0; i < CUDA_STALL_MAX_LOOPS && t - t0 < ns; i++)
+		t = bpf_ktime_get_ns();
+	return t - t0;
+}
+
+/* A counted call of thread ST at START: the gap from its last one, into the books of the
+ * delay's response (struct cuda_tstate) when nothing else came between them. */
+static __always_inline void note_gap(struct cuda_tstate *st, __u64 start, __u64 nv, __u64 niv)
+{
+	__u64 gap = start - st->last_ns;
+	__u32 j = st->stalled ? 1 : 0;
+
+	if (!st->calls || nv != st->nvcsw || niv != st->nivcsw || start < st->last_ns || gap >= CUDA_GAP_MAX_NS)
+		return;
+	/* nor an interrupt, a CPU sample or a fault in it: far longer than the thread's gaps
+	 * in this window so far (their variance would drown the stall's effect) */
+	if (st->gap_n[0] >= 16 && gap > 4 * (st->gap_ns[0] / st->gap_n[0]))
+		return;
+	st->gap_n[j]++;
+	st->gap_ns[j] += gap;
+	st->gap_sq[j] += gap * gap;
 }
 
 /* This hit of group G by thread TID began at START: add its cost (the program's run time
  * so far and the trap around it) to the group and, in a window, to the thread. A counted
  * call (not a nested one) after the thread slept starts a new run: the delay the probes
- * caused before the sleep was made up for by it. */
+ * caused before the sleep was made up for by it. One counted call in CUDA_STALL_EVERY of
+ * a window is held stall_ns more, at random (struct cuda_tstate says why); that is part of
+ * its cost. */
 static __always_inline void charge(__u32 tgid, __u32 tid, __u32 g, __u64 start, bool ret, bool counted)
 {
 	struct cuda_tkey k = {.tid = tid, .group = g};
 	struct cuda_tstate *st, init = {};
 	__u32 win = window_id[g];
-	__u64 now = bpf_ktime_get_ns(), cost = now - start + trap_ns[ret ? 1 : 0], nv, ut, stm;
+	__u64 stalled = 0, now, cost, nv, niv, ut, stm;
 
+	if (counted && !ret && win && win != CUDA_WINDOW_CLOSED && stall_ns &&
+	    !(bpf_get_prandom_u32() & (CUDA_STALL_EVERY - 1)))
+		stalled = stall(stall_ns);
+	now = bpf_ktime_get_ns();
+	cost = now - start + trap_ns[ret ? 1 : 0];
 	__sync_fetch_and_add(&group_cost_ns[g], cost);
 	if (!win)
 		return;
@@ -283,6 +317,12 @@ static __always_inline void charge(__u32 tgid, __u32 tid, __u32 g, __u64 start, 
 	st->traps_ns += trap_ns[ret ? 1 : 0];
 	if (counted && !ret) {
 		nv = task_nvcsw();
+		niv = task_nivcsw();
+		note_gap(st, start, nv, niv);
+		st->nivcsw = niv;
+		st->stalled = stalled > 0;
+		st->stall_sum_ns += stalled;
+		st->stalls += stalled > 0;
 		if (nv != st->nvcsw || !st->run_calls) {
 			st->nvcsw = nv;
 			st->run_calls = 0;

@@ -117,7 +117,27 @@ struct cuda_tstate {
 	__u64 run_utime_ns; /* ... and what each grew by up to its last counted call */
 	__u64 run_stime_ns;
 	__u64 traps_ns; /* the calibrated traps of every hit in the window (in cost_ns) */
+	/* Does a delay before a call push the thread's next call out (it calls again as soon
+	 * as it can), or does the call absorb it (it waits in the call for a device that sets
+	 * the pace)? One counted call in CUDA_STALL_EVERY is stalled a further stall_ns at
+	 * random, and the gaps from a call to the thread's next are summed apart after a
+	 * stalled call ([1]) and after another ([0]), for gaps with no context switch in them
+	 * shorter than CUDA_GAP_MAX_NS and than 4 times the window's mean so far: their means
+	 * differ by the stall where it pushes, by nothing where it is absorbed. */
+	__u64 nivcsw;	      /* its involuntary context switches at the last counted call */
+	__u64 gap_ns[2];      /* sums of the gaps */
+	__u64 gap_sq[2];      /* ... of their squares (ns^2: at most the window's length times
+			       * CUDA_GAP_MAX_NS) */
+	__u32 gap_n[2];	      /* ... and how many */
+	__u32 stalled;	      /* the last counted call was stalled */
+	__u64 stall_sum_ns;   /* the stalls' time (in cost_ns and backlog_ns) */
+	__u32 stalls;	      /* ... and how many */
+	__u32 pad;
 };
+
+#define CUDA_STALL_EVERY 4		/* a power of two */
+#define CUDA_GAP_MAX_NS 1000000ull	/* 1 ms */
+#define CUDA_STALL_MAX_LOOPS 4096	/* bpf_ktime_get_ns reads a stall may take */
 
 /* Per thread and windowed group, since the recording began: what its hits cost while the
  * group's probes were in but no window was open (put in ahead of a window, not yet out

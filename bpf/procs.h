@@ -50,6 +50,7 @@ struct task_offsets {
 	__u32 comm;
 	__u32 fsbase; /* thread.fsbase (x86-64) */
 	__u32 nvcsw;  /* voluntary context switches: a thread that slept (0: unknown) */
+	__u32 nivcsw; /* involuntary ones: a thread preempted (0: unknown) */
 	__u32 utime;  /* the thread's CPU time (ns) in user mode ... */
 	__u32 stime;  /* ... and in the kernel: its probes' cost, timed in the job (0: unknown) */
 };

@@ -21,16 +21,28 @@ const volatile __u32 self_tgid = 0;
  * not parse the kernel's BTF again for every object. */
 const volatile struct task_offsets task_off = {};
 
-/* The current thread's voluntary context switches (it slept or waited since, if they
- * grew). */
-static __always_inline __u64 task_nvcsw(void)
+/* A field of the current thread's task_struct at OFF (0: unknown, read as 0). */
+static __always_inline __u64 task_u64(__u32 off)
 {
 	void *task = (void *)bpf_get_current_task();
 	__u64 n = 0;
 
-	if (task_off.nvcsw)
-		bpf_probe_read_kernel(&n, sizeof(n), task + task_off.nvcsw);
+	if (off)
+		bpf_probe_read_kernel(&n, sizeof(n), task + off);
 	return n;
+}
+
+/* The current thread's voluntary context switches (it slept or waited since, if they
+ * grew) ... */
+static __always_inline __u64 task_nvcsw(void)
+{
+	return task_u64(task_off.nvcsw);
+}
+
+/* ... and its involuntary ones (it was preempted since, if they grew). */
+static __always_inline __u64 task_nivcsw(void)
+{
+	return task_u64(task_off.nivcsw);
 }
 
 /* Thread and process names by (tid, names), and each thread's latest at (tid, 0):

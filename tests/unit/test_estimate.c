@@ -6,6 +6,7 @@
  * say. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "estimate.h"
 #include "test.h"
@@ -283,6 +284,105 @@ TEST(run_delay_range)
 	est_group_free(&g);
 }
 
+static double mixed(void)
+{
+	/* splitmix64 over the xorshift: the stall's draw and the next work's must not be
+	 * correlated, as consecutive xorshift outputs are a little (BPF's prandom is not
+	 * drawn from the job's) */
+	uint64_t z = (uint64_t)(uniform() * 9007199254740992.0) + 0x9e3779b97f4a7c15ull;
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return (double)((z ^ (z >> 31)) >> 11) / 9007199254740992.0;
+}
+
+/* A thread launching into a device queue of QDEPTH kernels of DEV s each (0: no device
+ * pace), WORK s of its own between launches (+-20%), a probe of COST s on each and a
+ * STALL s more on one in 8 at random: the gaps from a launch to the next after the first
+ * SKIP, into R as BPF books them. The launch waits (spinning) while the queue is full: a
+ * device that sets the pace absorbs a delay before the call. Returns the first launch
+ * that waited (N if none). */
+static int queue_run(double work, double cost, double stall, double dev, int qdepth, int n, int skip,
+		     struct est_response *r)
+{
+	int first_wait = n;
+	double *finish = calloc((size_t)qdepth, sizeof(*finish)), t = 0, last = 0, prev = -1, stalls = 0;
+	int stalled = 0;
+
+	for (int i = 0; i < n; i++) {
+		double x = mixed() < 1.0 / 8 ? stall : 0, start;
+
+		if (prev >= 0 && i > skip) {
+			double gap[2] = {0, 0}, one[2] = {0, 0}, sq[2] = {0, 0};
+
+			gap[stalled] = (t - prev) * 1e9;
+			one[stalled] = 1;
+			sq[stalled] = gap[stalled] * gap[stalled];
+			est_response_add(r, one, gap, sq, 0, 0);
+		}
+		prev = t;
+		stalled = x > 0;
+		stalls += x > 0 && i >= skip;
+		t += cost + x;
+		/* the call: a slot in the queue, then the kernel queued behind the last */
+		if (dev > 0 && i >= qdepth && finish[i % qdepth] > t) {
+			t = finish[i % qdepth];
+			if (first_wait == n)
+				first_wait = i;
+		}
+		start = t > last ? t : last;
+		last = finish[i % qdepth] = start + dev;
+		t += work * (0.8 + 0.4 * mixed());
+	}
+	est_response_add(r, (double[2]){0, 0}, (double[2]){0, 0}, (double[2]){0, 0}, stalls * stall * 1e9, stalls);
+	free(finish);
+	return first_wait;
+}
+
+/* The share of the probes' delay that pushes calls out, measured by random stalls: all of
+ * it for a thread that calls as soon as it can, none where a full device queue sets the
+ * pace, in between where the queue is full only part of the time; and what it does to a
+ * delay correction. */
+TEST(delay_response)
+{
+	struct est_response r = {0};
+	struct est_delay s, d;
+	double delta, stall;
+	int first;
+
+	/* too few gaps: the delay may push all of itself out or none (the old estimate: all) */
+	s = est_response_share(&r, false, &delta, &stall);
+	CHECK(s.mid == 1 && s.lo == 0 && s.hi == 1 && delta == 0 && stall == 0);
+	/* CPU-paced: 4 us of work, a 3 us probe, no device */
+	queue_run(4e-6, 3e-6, 1e-6, 0, 1024, 100000, 0, &r);
+	s = est_response_share(&r, false, &delta, &stall);
+	printf("# cpu-paced: %.3f (%.3f-%.3f), +%.0f ns after a %.0f ns stall\n", s.mid, s.lo, s.hi, delta * 1e9,
+	       stall * 1e9);
+	CHECK(s.mid > 0.9 && s.hi == 1 && s.lo > 0.8 && NEAR(stall, 1e-6, 1e-12));
+	/* device-paced: 10 us kernels, the thread needs 7 (slack 3 us > the stall), its
+	 * queue full (it fills 0.3 kernels a launch: after ~3,500 launches) */
+	memset(&r, 0, sizeof(r));
+	queue_run(4e-6, 3e-6, 1e-6, 10e-6, 1024, 100000, 5000, &r);
+	s = est_response_share(&r, false, &delta, &stall);
+	printf("# device-paced: %.3f (%.3f-%.3f), +%.0f ns\n", s.mid, s.lo, s.hi, delta * 1e9);
+	CHECK(s.lo == 0 && s.mid < 0.03 && s.hi < 0.05);
+	/* filling the queue, then device-paced: the share of the launches that did not wait */
+	memset(&r, 0, sizeof(r));
+	first = queue_run(4e-6, 3e-6, 1e-6, 10e-6, 1024, 8000, 0, &r);
+	s = est_response_share(&r, false, &delta, &stall);
+	printf("# filling the queue for %d launches of 8000, then device-paced: %.3f (%.3f-%.3f)\n", first, s.mid,
+	       s.lo, s.hi);
+	CHECK(first > 3000 && first < 4000 && s.lo < first / 8000.0 && first / 8000.0 < s.hi);
+	/* what the share does to a correction: its ends with the share's, unbounded times 0
+	 * adding nothing */
+	d = est_delay_share((struct est_delay){1.5, 1.2, INFINITY}, (struct est_delay){0.5, 0, 1});
+	CHECK(NEAR(d.mid, 1.25, 1e-12) && d.lo == 1 && isinf(d.hi));
+	d = est_delay_share((struct est_delay){1.5, 1.2, INFINITY}, (struct est_delay){0, 0, 0});
+	CHECK(d.mid == 1 && d.lo == 1 && d.hi == 1);
+	d = est_delay_share((struct est_delay){1.5, 1.2, 2}, (struct est_delay){1, 1, 1});
+	CHECK(d.mid == 1.5 && d.lo == 1.2 && d.hi == 2);
+}
+
 /* The traps timed in the job by the kernel's ticks: the loop above, 36 windows of 100 ms
  * at HZ 250, each tick in the kernel with the probes' share of the time. */
 TEST(traps_timed_by_ticks)
@@ -366,6 +466,7 @@ int main(int argc, char **argv)
 	RUN(run_factor);
 	RUN(run_delay_range);
 	RUN(traps_timed_by_ticks);
+	RUN(delay_response);
 	RUN(totals_and_intervals);
 	return T_END();
 }

@@ -87,6 +87,8 @@ TEST(running_kernel)
 #endif
 	/* nvcsw (unsigned long) is found, aligned, and not comm */
 	CHECK(off.nvcsw > 0 && off.nvcsw % 8 == 0 && (off.nvcsw + 8 <= off.comm || off.comm + 16 <= off.nvcsw));
+	/* ... and nivcsw, declared right after it in every kernel since 2.6 */
+	CHECK_INT(off.nivcsw, off.nvcsw + 8);
 	/* utime and stime (u64 ns each) are both found, aligned and apart */
 	CHECK(off.utime > 0 && off.stime > 0 && off.utime % 8 == 0 && off.stime % 8 == 0 && off.utime != off.stime);
 }

@@ -88,6 +88,10 @@ struct cuda_calib {
 int cuda__calibrate(struct cuda_tracer *c, struct cuda_calib *out);
 /* Trap costs the BPF side adds to every hit's measured run time (seconds). */
 void cuda__set_traps(struct cuda_tracer *c, double entry, double ret);
+/* Hold one counted call in CUDA_STALL_EVERY of a window SECS more (0: none): the
+ * experiment that tells whether the probes' delay pushes calls out (estimate.h). */
+void cuda__set_stall(struct cuda_tracer *c, double secs);
+bool cuda__stalls(const struct cuda_tracer *c);
 
 /* At the end: allocations still live become gpu_inuse samples under their stacks. */
 int cuda__finish(struct cuda_tracer *c);

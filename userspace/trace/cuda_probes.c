@@ -197,6 +197,16 @@ void cuda__set_traps(struct cuda_tracer *c, double entry, double ret)
 	c->skel->bss->trap_ns[1] = ret > 0 ? (uint64_t)(ret * 1e9) : 0;
 }
 
+void cuda__set_stall(struct cuda_tracer *c, double secs)
+{
+	c->skel->bss->stall_ns = secs > 0 ? (uint64_t)(secs * 1e9) : 0;
+}
+
+bool cuda__stalls(const struct cuda_tracer *c)
+{
+	return c->skel->bss->stall_ns > 0;
+}
+
 /* ---- calibration --------------------------------------------------------------------- */
 
 /* gpubpf's own functions, probed at start-up to measure what one hit costs here. Their

@@ -246,7 +246,9 @@ void cpt_win_tick(struct cupti_tracer *c)
 /* The launches of thread TID that CUPTI's cost pushed past the end of window M: its run
  * since it last slept, each launch c seconds dearer, the probe's trap part of c taken within
  * its calibrated range. A thread whose last launch was long before the window closed
- * stopped launching of itself: nothing pushed. */
+ * stopped launching of itself: nothing pushed. Nor does a launch that waits for a device
+ * that sets the pace: the share of a delay that pushes launches out is the launch probes'
+ * measured one (estimate.h, est_response). */
 static struct est_delay run_delay(struct cupti_tracer *c, const struct cpt_wtarget *t, const struct cpt_win *m,
 				  uint32_t tid)
 {
@@ -262,8 +264,9 @@ static struct est_delay run_delay(struct cupti_tracer *c, const struct cpt_wtarg
 	gap = m->end > r.last ? (double)(m->end - r.last) / 1e9 : 0;
 	/* c is measured, at a quantile of a few hundred calls: a fifth of it is taken as
 	 * uncertain (its range 0.9-1.3 c) */
-	return est_run_delay(r.n, r.run_n, 0, span, r.run_n * cost, 0.2 * r.run_n * cost, NULL, cost,
-			     gap > DEV_RUN_GAP_NS / 1e9);
+	return est_delay_share(est_run_delay(r.n, r.run_n, 0, span, r.run_n * cost, 0.2 * r.run_n * cost, NULL,
+					     cost, gap > DEV_RUN_GAP_NS / 1e9),
+			       windows__share(c->win, CG_LAUNCH));
 }
 
 double cpt_win_weight(struct cupti_tracer *c, uint32_t tgid, uint32_t tid, uint32_t id, uint64_t *period,

@@ -124,6 +124,23 @@ static double window_period(void)
 	return !*end && v >= 0.01 && v <= 1 ? v : 1.0;
 }
 
+/* The stall that tells whether the probes' delay pushes a thread's calls out (estimate.h,
+ * est_response): 0.5 us on one counted call in CUDA_STALL_EVERY of a window (small: it
+ * asks whether a little less delay would have made more calls, and a device's queue that
+ * the probes have nearly caught up with absorbs less of a larger one); GPUBPF_STALL_US
+ * sets it (0: none, and the delay is taken to push out all it can). */
+static double stall_secs(void)
+{
+	const char *e = getenv("GPUBPF_STALL_US");
+	char *end;
+	double v;
+
+	if (!e || !*e)
+		return 0.5e-6;
+	v = strtod(e, &end);
+	return !*end && v >= 0 && v <= 100 ? v / 1e6 : 0.5e-6;
+}
+
 static void setup_governor(struct governor *gv, const struct record_opts *o, struct cuda_tracer *cuda,
 			   struct cpu_sampler *cpu, bool windowed, double *calib)
 {
@@ -147,6 +164,7 @@ static void setup_governor(struct governor *gv, const struct record_opts *o, str
 	gv->first_hit = cal.first_hit > 0 ? cal.first_hit : 0;
 	gv->window_cost = cal.window > 0 ? cal.window : 0;
 	cuda__set_traps(cuda, gv->trap_entry, gv->trap_return);
+	cuda__set_stall(cuda, stall_secs());
 	/* A CPU sample interrupts a thread at most freq times a second. */
 	if (sample < 0)
 		sample = cal.traced_call;

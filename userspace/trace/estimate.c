@@ -101,6 +101,84 @@ struct est_delay est_run_delay(uint32_t calls, uint32_t run_calls, double run_st
 	return d;
 }
 
+void est_response_add(struct est_response *r, const double n[2], const double sum_ns[2], const double sq_ns[2],
+		      double stall_ns, double stalls)
+{
+	for (int j = 0; j < 2; j++) {
+		r->n[j] += n[j];
+		r->sum[j] += sum_ns[j] / 1e9;
+		r->sq[j] += sq_ns[j] / 1e18;
+	}
+	r->stall += stall_ns / 1e9;
+	r->stalls += stalls;
+}
+
+void est_response_pool(struct est_response *r, const struct est_response *add)
+{
+	double old = r->n[0] + r->n[1], add_n = add->n[0] + add->n[1], keep, a = 1;
+
+	keep = EST_RESPONSE_MEMORY - add_n;
+	if (keep < 0.25 * EST_RESPONSE_MEMORY)
+		keep = 0.25 * EST_RESPONSE_MEMORY;
+	if (old > keep)
+		a = keep / old;
+	for (int j = 0; j < 2; j++) {
+		r->n[j] = a * r->n[j] + add->n[j];
+		r->sum[j] = a * r->sum[j] + add->sum[j];
+		r->sq[j] = a * r->sq[j] + add->sq[j];
+	}
+	r->stall = a * r->stall + add->stall;
+	r->stalls = a * r->stalls + add->stalls;
+}
+
+struct est_delay est_response_share(const struct est_response *r, bool unbiased, double *delta, double *stall)
+{
+	struct est_delay s = {1, 0, 1};
+	double m[2], v[2], x, d, se;
+
+	if (delta)
+		*delta = 0;
+	if (stall)
+		*stall = 0;
+	if (r->n[1] < EST_RESPONSE_MIN || r->n[0] < EST_RESPONSE_MIN || !(r->stalls > 0) || !(r->stall > 0))
+		return s;
+	for (int j = 0; j < 2; j++) {
+		m[j] = r->sum[j] / r->n[j];
+		v[j] = r->sq[j] / r->n[j] - m[j] * m[j];
+		if (!(v[j] > 0))
+			v[j] = 0;
+	}
+	x = r->stall / r->stalls;
+	d = m[1] - m[0];
+	se = sqrt(v[0] / r->n[0] + v[1] / r->n[1]);
+	if (delta)
+		*delta = d;
+	if (stall)
+		*stall = x;
+	s.mid = unbiased ? clamp(d / x, -0.5, 1.5) : clamp(d / x, 0, 1);
+	s.lo = clamp((d - 2.5 * se) / x, 0, 1);
+	s.hi = clamp((d + 2.5 * se) / x, 0, 1);
+	if (s.lo > s.mid)
+		s.lo = s.mid;
+	if (s.hi < s.mid)
+		s.hi = s.mid;
+	return s;
+}
+
+struct est_delay est_delay_share(struct est_delay d, struct est_delay share)
+{
+	struct est_delay o;
+
+	o.mid = 1 + share.mid * (d.mid - 1);
+	o.lo = 1 + share.lo * (d.lo - 1);
+	o.hi = share.hi > 0 ? 1 + share.hi * (d.hi - 1) : 1;
+	if (o.lo > o.mid)
+		o.lo = o.mid;
+	if (o.hi < o.mid)
+		o.hi = o.mid;
+	return o;
+}
+
 static uint64_t gcd64(uint64_t a, uint64_t b)
 {
 	while (b) {
@@ -186,12 +264,14 @@ void est_period_plan(struct est_period *p, double len, double w)
 
 void est_period_add(struct est_period *p, double w, const struct est_delay *d, double n, const double values[3])
 {
-	double factor = d && d->mid >= 1 ? d->mid : 1, lo = d && d->lo >= 1 ? clamp(d->lo, 1, factor) : 1,
+	/* a factor below 1 is a window's share of the delay measured below 0: noise, kept so
+	 * that the windows' estimates average to the truth (est_response_share) */
+	double factor = d && d->mid > 0 ? d->mid : 1, lo = d && d->lo > 0 ? fmin(d->lo, factor) : factor,
 	       hi = d && d->hi > factor ? d->hi : factor;
 
 	if (!(w >= 1))
 		w = 1;
-	if (w > 1 || factor > 1)
+	if (w > 1 || factor != 1)
 		p->sampled = true;
 	p->seen += n;
 	for (int v = 0; v < 3; v++) {

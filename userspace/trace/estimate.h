@@ -114,6 +114,53 @@ void est_traps_add(struct est_traps *t, uint64_t k, uint64_t u, double prog, dou
  * while fewer than EST_TRAPS_MIN_TICKS are in. *TICKS (may be NULL): how many are. */
 struct est_delay est_traps_scale(const struct est_traps *t, double *ticks);
 
+/* Does the probes' delay push a thread's calls out of a window, as est_run_delay assumes
+ * of a thread that never slept, or is it absorbed? A launch into a full device queue waits
+ * in the call (spinning, by default) for the device, which sets the pace: a delay before
+ * the call is taken from that wait and pushes nothing out. No clock of the thread's can
+ * tell the two apart (the wait is CPU time as much as the work), so it is asked of the job:
+ * BPF holds one counted call in CUDA_STALL_EVERY a further stall at random and sums the
+ * gaps to the thread's next call apart, after stalled and after other calls. Their means
+ * differ by the stall where it pushes and by nothing where it is absorbed: a randomized
+ * experiment, unbiased whatever the job's pattern, its precision that of the gaps. The
+ * share it measures scales the calls est_run_delay adds back. */
+struct est_response {
+	double n[2], sum[2], sq[2]; /* gaps after another [0] and a stalled [1] call: how many,
+				     * their sum (s) and the sum of their squares (s^2) */
+	double stall, stalls;	    /* the stalls' time (s) and how many */
+};
+
+/* One thread's gaps in one window, from BPF's books: N[j] gaps after another (j = 0) and
+ * a stalled call (1), their sums SUM_NS[j] (ns) and sums of squares SQ_NS[j] (ns^2), and
+ * STALLS stalls of STALL_NS in all. */
+void est_response_add(struct est_response *r, const double n[2], const double sum_ns[2], const double sq_ns[2],
+		      double stall_ns, double stalls);
+
+/* Gaps after stalls needed before the share is taken from them. */
+#define EST_RESPONSE_MIN 30
+
+/* A job's pace changes (a device queue fills after the start; a phase of big kernels
+ * follows one of small): what the share is taken from is the latest gaps, about this
+ * many, the older ones weighed down as newer come. */
+#define EST_RESPONSE_MEMORY 5000
+
+/* Add NEW to the pool R, whose older gaps keep a weight of at most EST_RESPONSE_MEMORY
+ * less NEW's (and at least a quarter of it). */
+void est_response_pool(struct est_response *r, const struct est_response *add);
+
+/* The share of a delay that pushes calls out: mid, and its range (2.5 sigma of the
+ * difference of the means, within 0-1, and holding mid); 1 (0-1) while fewer than
+ * EST_RESPONSE_MIN gaps after stalls are in. UNBIASED: mid as measured (within -0.5-1.5),
+ * noise either side of the truth, so that windows' corrections sum to the truth's; else
+ * within 0-1. *DELTA (may be NULL): how much longer the gap after a stall was, and *STALL
+ * the stall (s). */
+struct est_delay est_response_share(const struct est_response *r, bool unbiased, double *delta, double *stall);
+
+/* Delay corrections D with only SHARE of the delay pushing calls out: each end of D with
+ * the same end of SHARE (an unbounded end times a share of 0 adds nothing; a share below
+ * 0, noise, makes a factor below 1). */
+struct est_delay est_delay_share(struct est_delay d, struct est_delay share);
+
 /* One period of one group: what was seen and what it estimates. */
 struct est_period {
 	double len;	   /* seconds */
@@ -140,7 +187,7 @@ struct est_period *est_group_period(struct est_group *g, size_t i);
 void est_period_plan(struct est_period *p, double len, double w);
 
 /* Add what a window of weight W saw in period P: N calls and VALUES[3] (sums), whose
- * probes' delay D (est_run_delay; NULL: none) corrects. */
+ * probes' delay D (est_run_delay, est_delay_share; NULL: none) corrects. */
 void est_period_add(struct est_period *p, double w, const struct est_delay *d, double n, const double values[3]);
 
 struct est_total {

@@ -81,6 +81,9 @@ int kbtf__task_offsets_from(const struct btf *btf, struct task_offsets *out)
 	/* the overhead budget's estimates: whether a thread slept between two probe hits */
 	nv = kbtf__member_offset(btf, task, "nvcsw", NULL);
 	out->nvcsw = nv >= 0 ? (__u32)nv : 0;
+	/* ... or was preempted between two (a gap that says nothing of the probes' delay) */
+	nv = kbtf__member_offset(btf, task, "nivcsw", NULL);
+	out->nivcsw = nv >= 0 ? (__u32)nv : 0;
 	/* ... and how much of a closed-loop thread's time its probes' traps really took */
 	nv = kbtf__member_offset(btf, task, "utime", NULL);
 	out->utime = nv >= 0 ? (__u32)nv : 0;

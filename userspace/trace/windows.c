@@ -55,6 +55,7 @@ struct windows *windows__new(struct cuda_tracer *c, struct governor *gv, double 
 	w->c = c;
 	w->gv = gv;
 	w->period = period;
+	w->stalls = cuda__stalls(c);
 	w->stop_fd = -1;
 	pthread_mutex_init(&w->lock, NULL);
 	w->ring = calloc(WIN_RING, sizeof(*w->ring));
@@ -606,6 +607,8 @@ void windows__summary(struct windows *w, struct windows_summary *out)
 		hmap__get(&w->tclosed, (uint64_t)out->busiest_tid, CG__COUNT, 2, &closed);
 	}
 	out->trap_scale = est_traps_scale(&w->traps, &out->trap_ticks);
+	memcpy(out->resp, w->resp_all, sizeof(out->resp));
+	out->stalls = w->stalls;
 	out->windows = w->windows;
 	out->guard_cuts = w->cuts;
 	out->elapsed = (w->stop_t > 0 ? w->stop_t : now_s()) - w->start;
@@ -613,6 +616,19 @@ void windows__summary(struct windows *w, struct windows_summary *out)
 	out->probes = (double)max / 1e9;
 	out->probes_traps = (double)traps / 1e9;
 	out->probes_closed = (double)closed / 1e9;
+}
+
+struct est_delay windows__share(struct windows *w, int g)
+{
+	struct est_delay s = {1, 1, 1};
+
+	if (!w || g < 0 || g >= CG__COUNT)
+		return s;
+	pthread_mutex_lock(&w->lock);
+	if (w->stalls)
+		s = est_response_share(&w->resp[g], false, NULL, NULL);
+	pthread_mutex_unlock(&w->lock);
+	return s;
 }
 
 void windows__governor(struct windows *w, struct governor *out)

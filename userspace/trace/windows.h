@@ -58,6 +58,8 @@ struct windows_summary {
 	double probes_traps;  /* ... of which its traps at their calibrated cost (x1) */
 	double probes_closed; /* ... of which with probes in and no window open (ahead of, after one) */
 	int busiest_tid;
+	struct est_response resp[CG__COUNT]; /* per group: whether the delay pushes calls out */
+	bool stalls;			     /* ... asked of the job by stalls (GPUBPF_STALL_US) */
 };
 void windows__summary(struct windows *w, struct windows_summary *out);
 
@@ -73,6 +75,10 @@ void windows__set_device(struct windows *w, double util, double fixed);
 /* A CPU sample costs SAMPLE seconds (calibrated, and its program as timed in the job):
  * CPU sampling takes FREQ times that; planned from the next period on. */
 void windows__set_cpu(struct windows *w, double sample, double freq);
+
+/* The share of group G's probes' delay that pushes calls out, pooled over its windows so
+ * far (estimate.h, est_response; 1 (1-1) where no stalls ask it). */
+struct est_delay windows__share(struct windows *w, int g);
 
 /* A copy of the governor as the thread last planned it. */
 void windows__governor(struct windows *w, struct governor *out);

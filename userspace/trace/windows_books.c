@@ -78,7 +78,7 @@ void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busi
 	for (int i = 0; i < n; i++) {
 		char path[64], *text, *p;
 		uint64_t nv = st[i].nvcsw;
-		struct est_delay d, scale;
+		struct est_delay d, scale, share;
 		double cost;
 		bool slept;
 
@@ -102,6 +102,28 @@ void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busi
 		d = est_run_delay(st[i].calls, st[i].run_calls, (double)st[i].run_start_ns / 1e9,
 				  (double)st[i].last_ns / 1e9, (double)st[i].backlog_ns / 1e9,
 				  (double)st[i].run_trap_ns / 1e9, &scale, (double)st[i].last_cost_ns / 1e9, slept);
+		/* ... as far as the delay pushes calls out at all (estimate.h, est_response): by
+		 * this window's own gaps where it has enough (a job's pace changes, as when a
+		 * device queue fills after the start: the window's gaps say how it was then; and
+		 * their noise averages out over windows, as a share clamped to 0-1 would not),
+		 * else by the group's latest */
+		{
+			double n[2] = {st[i].gap_n[0], st[i].gap_n[1]},
+			       sum[2] = {(double)st[i].gap_ns[0], (double)st[i].gap_ns[1]},
+			       sq[2] = {(double)st[i].gap_sq[0], (double)st[i].gap_sq[1]};
+			struct est_response mine = {0};
+
+			est_response_add(&mine, n, sum, sq, (double)st[i].stall_sum_ns, st[i].stalls);
+			est_response_pool(&w->resp[g], &mine);
+			est_response_add(&w->resp_all[g], n, sum, sq, (double)st[i].stall_sum_ns, st[i].stalls);
+			if (!w->stalls)
+				share = (struct est_delay){1, 1, 1};
+			else if (mine.n[1] >= EST_RESPONSE_MIN && mine.n[0] >= EST_RESPONSE_MIN)
+				share = est_response_share(&mine, true, NULL, NULL);
+			else
+				share = est_response_share(&w->resp[g], false, NULL, NULL);
+		}
+		d = est_delay_share(d, share);
 		r->thr[r->nthr].tid = tids[i];
 		r->thr[r->nthr].f = (float)d.mid;
 		r->thr[r->nthr].lo = (float)d.lo;
@@ -109,11 +131,13 @@ void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busi
 		if (d.mid > 1.01)
 			pr_debug("window %u of %s: thread %u made %u calls (%u since it last slept) in %.0f us, its "
 				 "probes' delay %.0f us (traps %.0f us of it, at x%.2f (x%.2f-x%.2f); its kernel time "
-				 "%.0f ms, user %.0f ms): x%.3f (x%.3f-x%.3f)",
+				 "%.0f ms, user %.0f ms; of the delay %.2f (%.2f-%.2f) pushes calls out): x%.3f "
+				 "(x%.3f-x%.3f)",
 				 r->id, cuda_group_names[g], tids[i], st[i].calls, st[i].run_calls,
 				 (double)(st[i].last_ns - st[i].run_start_ns) / 1e3, (double)st[i].backlog_ns / 1e3,
 				 (double)st[i].run_trap_ns / 1e3, scale.mid, scale.lo, scale.hi,
-				 (double)st[i].run_stime_ns / 1e6, (double)st[i].run_utime_ns / 1e6, d.mid, d.lo, d.hi);
+				 (double)st[i].run_stime_ns / 1e6, (double)st[i].run_utime_ns / 1e6, share.mid, share.lo,
+				 share.hi, d.mid, d.lo, d.hi);
 		r->nthr++;
 		/* What the thread paid: its traps at what they cost in the job, as far as the
 		 * ticks have timed them (the governor plans from it, the summary says it; the

@@ -47,10 +47,39 @@ void windows__duty_text(const struct governor *gv, char *buf, size_t len)
 	}
 }
 
-static void estimate_comment(struct profile *prof, const char *group, const char *what, const struct est_total *t,
+/* Whether group G's probes' delay pushed calls out, as the stalls said (estimate.h,
+ * est_response), for the correction's part of the estimate's comment. */
+static void share_text(const struct windows_summary *sum, int g, char *buf, size_t len)
+{
+	const struct est_response *r = &sum->resp[g];
+	struct est_delay s;
+	double delta, stall;
+	char gaps[32];
+
+	if (!sum->stalls) {
+		snprintf(buf, len, "; the probes' delay taken to push the thread's calls out (GPUBPF_STALL_US=0)");
+		return;
+	}
+	s = est_response_share(r, false, &delta, &stall);
+	if (!(stall > 0)) {
+		snprintf(buf, len,
+			 "; whether the probes' delay pushed calls out or a device's queue absorbed it: too few gaps "
+			 "to tell (taken as 0-1 of it)");
+		return;
+	}
+	snprintf(buf, len,
+		 "; of the probes' delay %.2f (%.2f-%.2f) pushed calls out over the recording: a %.2g us stall at "
+		 "random on one call in %d made the thread's next call %.2g us later (%s gaps), where a device's "
+		 "queue that sets the pace absorbs it",
+		 s.mid, s.lo, s.hi, stall * 1e6, CUDA_STALL_EVERY, delta * 1e6,
+		 numfmt__grouped(gaps, sizeof(gaps), r->n[0] + r->n[1]));
+}
+
+static void estimate_comment(struct profile *prof, int g, const char *what, const struct est_total *t,
 			     const struct windows_summary *sum)
 {
-	char e[32], lo[32], hi[32], seen[32], sys[384] = "", how[128], up[32], pm[128];
+	const char *group = cuda_group_names[g];
+	char e[32], lo[32], hi[32], seen[32], sys[768] = "", how[128], up[32], pm[128], share[320];
 	double half = (t->hi - t->lo) / 2;
 
 	if (!t->sampled) {
@@ -96,12 +125,13 @@ static void estimate_comment(struct profile *prof, const char *group, const char
 		snprintf(pm, sizeof(pm), "unbounded above: --exact counts them");
 	else
 		snprintf(pm, sizeof(pm), "+-%.2g%%", t->est > 0 ? 100 * half / t->est : 0);
+	share_text(sum, g, share, sizeof(share));
 	profile__add_comment(prof,
 			     "cuda estimate: %s: %s %s, 95%% CI %s-%s (%s), from %s calls seen in windows of "
-			     "%d of %d periods%s",
+			     "%d of %d periods%s%s",
 			     group, numfmt__grouped(e, sizeof(e), t->est), what, numfmt__grouped(lo, sizeof(lo), t->lo),
 			     numfmt__grouped(hi, sizeof(hi), t->hi), pm, numfmt__grouped(seen, sizeof(seen), t->seen),
-			     t->sampled, t->periods, sys);
+			     t->sampled, t->periods, sys, share);
 }
 
 /* The parts of what gpubpf cost the busiest thread, as fractions of ELAPSED. */
@@ -175,11 +205,11 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 		for (int g = 0; g < CG__COUNT; g++) {
 			if (!w->gs[g].windowed)
 				continue;
-			estimate_comment(prof, cuda_group_names[g], "calls", &sum.calls[g], &sum);
+			estimate_comment(prof, g, "calls", &sum.calls[g], &sum);
 			if (g == CG_COPY && sum.value[g].est > 0)
-				estimate_comment(prof, cuda_group_names[g], "bytes", &sum.value[g], &sum);
+				estimate_comment(prof, g, "bytes", &sum.value[g], &sum);
 			if (g == CG_SYNC && sum.value[g].est > 0)
-				estimate_comment(prof, cuda_group_names[g], "ns waited", &sum.value[g], &sum);
+				estimate_comment(prof, g, "ns waited", &sum.value[g], &sum);
 		}
 	} else {
 		profile__add_comment(prof, "cuda: exact counts (%s): every probe attached all the time", exact_why);
