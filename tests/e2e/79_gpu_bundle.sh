@@ -39,6 +39,20 @@ for wl in runtime_wl_shared runtime_wl_static; do
 done
 got=$(row "unnamed launches, driver_wl")
 [ "$got" = "0 of 109|PASS" ] && pass "selftest:names:driver_wl" || fail "selftest:names:driver_wl" "'$got'"
+# issue 13's estimate rows: the estimate, the truth, the interval and the delay's share,
+# read back from the bundle's own report (their verdicts need a GPU's launches)
+for id in thread-paced device-paced; do
+	case $id in
+	thread-paced) name="launch_loop (the thread sets the pace)" ;;
+	*) name="launch_loop --device-us 20 (a full device queue sets the pace)" ;;
+	esac
+	got=$(row "estimate, $name")
+	if echo "$got" | grep -Eq '^[0-9]+ of (1000000|400000) \([+-][0-9.]+%\), CI [0-9]+-([0-9]+|unbounded), delay pushed [0-9.]+ \([0-9.]+-[0-9.]+\); device [a-z-]+\|(PASS|FAIL)$'; then
+		pass "selftest:estimate-row:$id"
+	else
+		fail "selftest:estimate-row:$id" "'$got'"
+	fi
+done
 # each mode's ratio, with gpubpf's estimate beside the measured slowdown
 E=' (est\. [0-9.e+-]*%, meas\. [0-9.e+-]*%)'
 if grep -q "^6	throughput, launch_loop (medians of 1)	alone [0-9]*/s, default [0-9.]*$E, default+device time [0-9.]*$E, --exact [0-9.]*$E	" "$R"; then

@@ -23,7 +23,10 @@ Items (issue 12; throughput targets are issue 13's):
   5 --trace: launches joined to the traced call that made them
   6 throughput, alone / default / device time / --exact / torch.profiler: launch_loop
     (40-ns failing launches are not what runs here: real ones), launch_loop with a 4 us
-    spin per launch, and a launch-bound PyTorch step"""
+    spin per launch, and a launch-bound PyTorch step
+  13 default mode's launch estimates against the truth: launch_loop (the thread sets the
+    pace), launch_loop --device-us 20 (a full device queue does), the PyTorch loop against
+    --exact of the same length (ITERS_EST=3000)"""
 import json
 import os
 import re
@@ -39,6 +42,7 @@ WL = os.path.join(HERE, "workloads")
 OUT = os.environ.get("OUT") or os.path.join(HERE, "out")
 PY = os.environ.get("PYTHON") or sys.executable
 ITERS = int(os.environ.get("ITERS", "200"))
+ITERS_EST = int(os.environ.get("ITERS_EST", "3000"))
 SELFTEST = bool(os.environ.get("SELFTEST"))
 ROUNDS = 1 if os.environ.get("QUICK") or SELFTEST else 3
 PY_FRAME = re.compile(r"\(\S+\.py:\d+\)")
@@ -285,6 +289,68 @@ def rate(out, key):
     return float(m.group(1)) if m else 0.0
 
 
+def est_of(pb):
+    """What the profile's 'cuda estimate: launches:' comment says (gpubpf report prints it):
+    (estimate, lo, hi or None for unbounded, the share of the probes' delay that pushed
+    launches out), or None."""
+    rc, out = run("report-est-" + os.path.basename(pb), [GPUBPF, "report", pb])
+    m = re.search(r"cuda estimate: launches: ([\d,]+) calls(?:, 95% CI ([\d,]+)-([\d,]+|unbounded))?", out)
+    if rc or not m:
+        return None
+    num = lambda x: float(x.replace(",", ""))
+    est = num(m.group(1))
+    lo = num(m.group(2)) if m.group(2) else est
+    hi = None if m.group(3) == "unbounded" else num(m.group(3)) if m.group(3) else est
+    sh = re.search(r"of the probes' delay ([0-9.]+ \([0-9.-]+\)) pushed calls out", out)
+    return est, lo, hi, sh.group(1) if sh else "-"
+
+
+def estimate_row(name, pb, truth, what):
+    """Issue 13's row: default mode's estimate of the launches against the truth, within 5%
+    and inside its own 95% interval."""
+    e = est_of(pb) if truth else None
+    if not e:
+        result("13", "estimate, " + name, "no estimate (truth %d)" % truth, "within 5%, truth in its CI", "FAIL")
+        return
+    est, lo, hi, share = e
+    err = 100.0 * (est / truth - 1)
+    inside = lo <= truth and (hi is None or truth <= hi)
+    result("13", "estimate, " + name, "%d of %d (%+.1f%%), CI %d-%s, delay pushed %s; %s" %
+           (est, truth, err, lo, "unbounded" if hi is None else "%d" % hi, share, what),
+           "within 5%, truth in its CI", "PASS" if abs(err) <= 5 and inside else "FAIL")
+
+
+def check_estimates():
+    """Issue 13 on a real GPU: default mode's launch counts against the truth, where a
+    launch costs what a real one does (the probes' delay pushes launches out and is added
+    back), where the device sets the pace (a full queue: the delay is absorbed, nothing
+    to add back), and on the PyTorch loop (against --exact of the same run length)."""
+    ll = os.path.join(WL, "launch_loop")
+    # the self-test's launches fail fast: a 4 us spin makes them cost what real ones do,
+    # and the stand-in device of launch_loop sets the pace (4-5 s each: several periods)
+    cases = [("launch_loop (the thread sets the pace)",
+              ["1000000"] if not SELFTEST else ["1000000", "--spin-us", "4"]),
+             ("launch_loop --device-us 20 (a full device queue sets the pace)",
+              ["300000", "--device-us", "20"] if not SELFTEST else ["400000", "--spin-us", "4", "--device-us", "10"])]
+    for name, args in cases:
+        pb = os.path.join(OUT, "est-%s.pb.gz" % re.sub(r"\W+", "_", name)[:40])
+        rc, out = run("est-" + re.sub(r"\W+", "_", name)[:40], [GPUBPF, "record", "-o", pb, "--", ll] + args)
+        truth = int(summary(out, "launch_loop").get("launches", 0))
+        estimate_row(name, pb, truth if rc == 0 else 0, "device %s" % summary(out, "launch_loop").get("device", "-"))
+    if SELFTEST:
+        return
+    train = os.path.join(HERE, "train_loop.py")
+    iters = str(ITERS_EST)
+    ex, df = os.path.join(OUT, "est-train-exact.pb.gz"), os.path.join(OUT, "est-train-default.pb.gz")
+    rc1, _ = run("est-train-exact", [GPUBPF, "record", "--exact", "--no-device-time", "-o", ex, "--", PY, train,
+                                     "--iters", iters])
+    rc2, _ = run("est-train-default", [GPUBPF, "record", "--no-device-time", "-o", df, "--", PY, train, "--iters",
+                                       iters])
+    truth = sum(v for _, v in folded(ex, "cuda_launches")) if rc1 == 0 else 0
+    estimate_row("PyTorch loop, %s iterations (truth: --exact of the same)" % iters, df, int(truth) if rc2 == 0 else 0,
+                 "two launching threads")
+
+
 def check_throughput():
     """Item 6: alternating rounds, medians; every run in $OUT/throughput.txt."""
     ll = os.path.join(WL, "launch_loop")
@@ -377,6 +443,7 @@ def main():
     if SELFTEST:
         result("all", "self-test (no GPU): C workloads and launch_loop only", "-", "-", "SKIP")
         check_programs()
+        check_estimates()
         check_throughput()
         table()
         return 0
@@ -388,6 +455,7 @@ def main():
     check_programs()
     check_pytorch()
     check_trace()
+    check_estimates()
     check_throughput()
     table()
     return 1 if failed else 0
