@@ -5,7 +5,10 @@
    tight loop. Without a GPU each call fails fast (~40 ns), the worst case for the
    relative cost of a probe hit. Timed by the workload itself (its own launch loop), with
    gpubpf in default mode (overhead budget) and with --exact; then with a 4 us spin after
-   each launch (what a real launch costs the calling thread).
+   each launch (what a real launch costs the calling thread); then the same into a device
+   that sets the pace (10 us kernels, its queue of 1,024 full: each launch waits for one to
+   finish, and the probes' delay comes out of that wait: gpubpf's estimate, the probes'
+   share of the thread's time, is above the job's slowdown there by design).
 1r. replay: the real two-thread PyTorch timeline (tests/fixtures/gpu, H100) as a closed
    loop (each call after the previous one's real duration), its active part 4 times.
 Each row prints gpubpf's own estimate of its overhead (the summary's "overhead ~X%",
@@ -94,7 +97,10 @@ def noise_text(alone, under, rates=True):
 def launch_heavy(out):
     base = [os.path.join(CW, "launch_loop"), "--seconds", str(SECS)]
     for name, wl, extra in (("default (--overhead-budget 1)", base, []), ("--exact", base, ["--exact"]),
-                            ("4 us spin a launch, default", base + ["--spin-us", "4"], [])):
+                            ("4 us spin a launch, default", base + ["--spin-us", "4"], []),
+                            ("4 us spin a launch into a device that sets the pace (10 us kernels, a full "
+                             "queue: launch_loop --device-us 10), default",
+                             base + ["--spin-us", "4", "--device-us", "10"], [])):
         alone, under, ests = [], [], []
         for _ in range(RUNS):
             alone.append(launch_rate(wl)[0])

@@ -64,6 +64,27 @@ static double read_closed(struct windows *w, int g, double trap_scale)
 	return busiest;
 }
 
+/* The share of a thread's probes' delay that pushed its calls out of the window it just
+ * closed, by the stalls in it (estimate.h, est_response): by the window's own gaps where
+ * it has enough (a job's pace changes, as when a device queue fills after the start: the
+ * window's gaps say how it was then; and their noise averages out over windows, as a share
+ * clamped to 0-1 would not), else by the group's latest. Into the group's books either way. */
+static struct est_delay thread_share(struct windows *w, int g, const struct cuda_tstate *st)
+{
+	double n[2] = {st->gap_n[0], st->gap_n[1]}, sum[2] = {(double)st->gap_ns[0], (double)st->gap_ns[1]},
+	       sq[2] = {(double)st->gap_sq[0], (double)st->gap_sq[1]};
+	struct est_response mine = {0};
+
+	est_response_add(&mine, n, sum, sq, (double)st->stall_sum_ns, st->stalls);
+	est_response_pool(&w->resp[g], &mine);
+	est_response_add(&w->resp_all[g], n, sum, sq, (double)st->stall_sum_ns, st->stalls);
+	if (!w->stalls)
+		return (struct est_delay){1, 1, 1};
+	if (mine.n[1] >= EST_RESPONSE_MIN && mine.n[0] >= EST_RESPONSE_MIN)
+		return est_response_share(&mine, true, NULL, NULL);
+	return est_response_share(&w->resp[g], false, NULL, NULL);
+}
+
 /* The threads that hit window R: their delay corrections, and the costs for the
  * governor and the busiest thread's books. Right after the gate closed. */
 void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busiest, double *all, double *hits,
@@ -102,27 +123,8 @@ void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busi
 		d = est_run_delay(st[i].calls, st[i].run_calls, (double)st[i].run_start_ns / 1e9,
 				  (double)st[i].last_ns / 1e9, (double)st[i].backlog_ns / 1e9,
 				  (double)st[i].run_trap_ns / 1e9, &scale, (double)st[i].last_cost_ns / 1e9, slept);
-		/* ... as far as the delay pushes calls out at all (estimate.h, est_response): by
-		 * this window's own gaps where it has enough (a job's pace changes, as when a
-		 * device queue fills after the start: the window's gaps say how it was then; and
-		 * their noise averages out over windows, as a share clamped to 0-1 would not),
-		 * else by the group's latest */
-		{
-			double n[2] = {st[i].gap_n[0], st[i].gap_n[1]},
-			       sum[2] = {(double)st[i].gap_ns[0], (double)st[i].gap_ns[1]},
-			       sq[2] = {(double)st[i].gap_sq[0], (double)st[i].gap_sq[1]};
-			struct est_response mine = {0};
-
-			est_response_add(&mine, n, sum, sq, (double)st[i].stall_sum_ns, st[i].stalls);
-			est_response_pool(&w->resp[g], &mine);
-			est_response_add(&w->resp_all[g], n, sum, sq, (double)st[i].stall_sum_ns, st[i].stalls);
-			if (!w->stalls)
-				share = (struct est_delay){1, 1, 1};
-			else if (mine.n[1] >= EST_RESPONSE_MIN && mine.n[0] >= EST_RESPONSE_MIN)
-				share = est_response_share(&mine, true, NULL, NULL);
-			else
-				share = est_response_share(&w->resp[g], false, NULL, NULL);
-		}
+		share = thread_share(w, g, &st[i]);
+		/* ... as far as the delay pushes calls out at all */
 		d = est_delay_share(d, share);
 		r->thr[r->nthr].tid = tids[i];
 		r->thr[r->nthr].f = (float)d.mid;
