@@ -366,6 +366,8 @@ TEST(delay_response)
 	s = est_response_share(&r, false, &delta, &stall);
 	printf("# device-paced: %.3f (%.3f-%.3f), +%.0f ns\n", s.mid, s.lo, s.hi, delta * 1e9);
 	CHECK(s.lo == 0 && s.mid < 0.03 && s.hi < 0.05);
+	/* its range goes down to 0 where its upper end is below 1 (a device paced the thread
+	 * some of the time: what pushed may have been made up) */
 	/* filling the queue, then device-paced: the share of the launches that did not wait */
 	memset(&r, 0, sizeof(r));
 	first = queue_run(4e-6, 3e-6, 1e-6, 10e-6, 1024, 8000, 0, &r);
@@ -373,6 +375,14 @@ TEST(delay_response)
 	printf("# filling the queue for %d launches of 8000, then device-paced: %.3f (%.3f-%.3f)\n", first, s.mid,
 	       s.lo, s.hi);
 	CHECK(first > 3000 && first < 4000 && s.lo < first / 8000.0 && first / 8000.0 < s.hi);
+	/* gaps 50 us apart give or take 50, 400 of them: a 0.5 us stall's effect is lost in
+	 * them, and the share stays near the old assumption (paced by itself), its range 0-1 */
+	memset(&r, 0, sizeof(r));
+	est_response_add(&r, (double[2]){300, 100}, (double[2]){300 * 50e3, 100 * 50e3},
+			 (double[2]){300 * 5000e6, 100 * 5000e6}, 100 * 0.5e3, 100);
+	s = est_response_share(&r, false, &delta, &stall);
+	printf("# noisy gaps: %.3f (%.3f-%.3f)\n", s.mid, s.lo, s.hi);
+	CHECK(s.mid > 0.95 && s.lo == 0 && s.hi == 1);
 	/* what the share does to a correction: its ends with the share's, unbounded times 0
 	 * adding nothing */
 	d = est_delay_share((struct est_delay){1.5, 1.2, INFINITY}, (struct est_delay){0.5, 0, 1});
@@ -412,6 +422,16 @@ TEST(traps_timed_by_ticks)
 	CHECK(t.tick == tick && NEAR(ticks, 900, 1e-9));
 	CHECK(s.lo <= real / trap && real / trap <= s.hi);
 	CHECK(s.hi - s.lo < EST_TRAP_HI - EST_TRAP_LO); /* narrower than the calibrated range */
+	/* ticks that all land in the probes (a loop paced to the tick): x6.9 is not taken */
+	{
+		struct est_traps a = {0};
+
+		for (int w = 0; w < 36; w++)
+			est_traps_add(&a, (w ? 25 : 24) * tick, (w ? 0 : 1) * tick, 1e9 * calls * prog,
+				      1e9 * calls * trap);
+		s = est_traps_scale(&a, &ticks);
+		CHECK(ticks == -900 && s.mid == 1 && s.lo == EST_TRAP_LO && s.hi == EST_TRAP_HI);
+	}
 	/* nothing timed (no traps) adds nothing */
 	est_traps_add(&t, tick, tick, 0, 0);
 	CHECK(NEAR(t.k + t.u, 900.0 * tick, 1));

@@ -155,9 +155,25 @@ struct est_delay est_response_share(const struct est_response *r, bool unbiased,
 		*delta = d;
 	if (stall)
 		*stall = x;
-	s.mid = unbiased ? clamp(d / x, -0.5, 1.5) : clamp(d / x, 0, 1);
+	/* Gaps far noisier than the stall (a thread whose calls come at all sorts of intervals)
+	 * say little: weighed against the old assumption, a thread paced by itself (1, give or
+	 * take EST_RESPONSE_PRIOR_SD), by their precision; gaps as regular as a loop's decide. */
+	{
+		double ws = se > 0 ? x * x / (se * se) : 1e12, wp = 1 / (EST_RESPONSE_PRIOR_SD * EST_RESPONSE_PRIOR_SD),
+		       m0 = (ws * (d / x) + wp) / (ws + wp);
+
+		s.mid = unbiased ? clamp(m0, -0.5, 1.5) : clamp(m0, 0, 1);
+	}
 	s.lo = clamp((d - 2.5 * se) / x, 0, 1);
 	s.hi = clamp((d + 2.5 * se) / x, 0, 1);
+	/* A share surely below 1 says a device's queue paced the thread some of the time. Then
+	 * what did push may have been made up later: a thread that fell behind (an interrupt,
+	 * a preemption) calls as fast as it can until the queue is full again, and the stalls
+	 * push its next call, but the device's pace, and the calls, are the same in the end;
+	 * and a stall that outlasts the little slack the probes left pushes where the probes
+	 * taken away would not. The range goes down to none. */
+	if (s.hi < 1)
+		s.lo = 0;
 	if (s.lo > s.mid)
 		s.lo = s.mid;
 	if (s.hi < s.mid)
@@ -218,6 +234,15 @@ struct est_delay est_traps_scale(const struct est_traps *t, double *ticks)
 		sd = tick;
 	sd /= t->traps;
 	s = (t->k - t->prog) / t->traps;
+	/* Ticks that put the traps outside the calibrated range are not draws at random: a
+	 * loop paced to a whole fraction of the tick (a device's 10 us kernels, 400 to a 4 ms
+	 * tick) has every tick land at one phase of it, all in the probes or none (x4 and
+	 * x0.25 flipped from run to run on one such loop). Not taken; said (*ticks < 0). */
+	if (s < EST_TRAP_LO || s > EST_TRAP_HI) {
+		if (ticks)
+			*ticks = -n;
+		return d;
+	}
 	/* Few ticks say little: weighed against the calibration (1, give or take
 	 * EST_TRAPS_PRIOR_SD) by their precision, so the first windows stay near it. */
 	{

@@ -111,7 +111,9 @@ void est_traps_add(struct est_traps *t, uint64_t k, uint64_t u, double prog, dou
 /* The traps' cost as a multiple of the calibrated one: mid, and the range its error (2.5
  * sigma of the ticks weighed with the calibration's, and 0.2 for ticks that land late
  * after the kernel's interrupts-off parts) allows, within 0.25-4; the calibrated range (1, EST_TRAP_LO-EST_TRAP_HI)
- * while fewer than EST_TRAPS_MIN_TICKS are in. *TICKS (may be NULL): how many are. */
+ * while fewer than EST_TRAPS_MIN_TICKS are in, or where the ticks alone put it outside
+ * that range (they then alias with the job's pace). *TICKS (may be NULL): how many are
+ * in, negated where they were not taken for that. */
 struct est_delay est_traps_scale(const struct est_traps *t, double *ticks);
 
 /* Does the probes' delay push a thread's calls out of a window, as est_run_delay assumes
@@ -136,8 +138,11 @@ struct est_response {
 void est_response_add(struct est_response *r, const double n[2], const double sum_ns[2], const double sq_ns[2],
 		      double stall_ns, double stalls);
 
-/* Gaps after stalls needed before the share is taken from them. */
+/* Gaps after stalls needed before the share is taken from them; how far from 1 (a thread
+ * paced by itself, the assumption before stalls measured it) the share is taken to be
+ * where the gaps are too noisy to say (they are weighed against it). */
 #define EST_RESPONSE_MIN 30
+#define EST_RESPONSE_PRIOR_SD 1.0
 
 /* A job's pace changes (a device queue fills after the start; a phase of big kernels
  * follows one of small): what the share is taken from is the latest gaps, about this
@@ -148,9 +153,11 @@ void est_response_add(struct est_response *r, const double n[2], const double su
  * less NEW's (and at least a quarter of it). */
 void est_response_pool(struct est_response *r, const struct est_response *add);
 
-/* The share of a delay that pushes calls out: mid, and its range (2.5 sigma of the
- * difference of the means, within 0-1, and holding mid); 1 (0-1) while fewer than
- * EST_RESPONSE_MIN gaps after stalls are in. UNBIASED: mid as measured (within -0.5-1.5),
+/* The share of a delay that pushes calls out: mid (the gaps' difference over the stall,
+ * weighed against 1 by EST_RESPONSE_PRIOR_SD), and its range (2.5 sigma of the difference
+ * of the means, within 0-1, and holding mid; down to 0 where its upper end is below 1: a
+ * device paced the thread part of the time, and what pushed may have been made up); 1
+ * (0-1) while fewer than EST_RESPONSE_MIN gaps after stalls are in. UNBIASED: mid as measured (within -0.5-1.5),
  * noise either side of the truth, so that windows' corrections sum to the truth's; else
  * within 0-1. *DELTA (may be NULL): how much longer the gap after a stall was, and *STALL
  * the stall (s). */

@@ -79,7 +79,7 @@ static void estimate_comment(struct profile *prof, int g, const char *what, cons
 			     const struct windows_summary *sum)
 {
 	const char *group = cuda_group_names[g];
-	char e[32], lo[32], hi[32], seen[32], sys[768] = "", how[128], up[32], pm[128], share[320];
+	char e[32], lo[32], hi[32], seen[32], sys[768] = "", how[256], up[32], pm[128], share[320];
 	double half = (t->hi - t->lo) / 2;
 
 	if (!t->sampled) {
@@ -105,6 +105,11 @@ static void estimate_comment(struct profile *prof, int g, const char *what, cons
 				 "timed in the job by %.0f of the kernel's ticks at x%.2f their calibrated cost, "
 				 "x%.2f-x%.2f",
 				 sum->trap_ticks, sum->trap_scale.mid, sum->trap_scale.lo, sum->trap_scale.hi);
+		else if (sum->trap_ticks < 0)
+			snprintf(how, sizeof(how),
+				 "calibrated on gpubpf's own call, taken at %.1f-%.1f times: %.0f of the kernel's "
+				 "ticks put them outside that, at one phase of a loop paced to the tick, not taken",
+				 EST_TRAP_LO, EST_TRAP_HI, -sum->trap_ticks);
 		else
 			snprintf(how, sizeof(how),
 				 "calibrated on gpubpf's own call, taken at %.1f-%.1f times: too few of the kernel's "
@@ -227,7 +232,9 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 			snprintf(range, sizeof(range),
 				 " (%.3g-%.3g%% with the traps at x%.2f-x%.2f their calibration%s)", 100 * lo, 100 * hi,
 				 sum.trap_scale.lo, sum.trap_scale.hi,
-				 sum.trap_ticks >= EST_TRAPS_MIN_TICKS ? ", as timed" : ": too few ticks to time them");
+				 sum.trap_ticks >= EST_TRAPS_MIN_TICKS ? ", as timed"
+				 : sum.trap_ticks < 0		       ? ": the ticks aliased with the job's pace"
+								       : ": too few ticks to time them");
 	}
 	profile__add_comment(
 	    prof,
