@@ -130,25 +130,34 @@ check_runtime shared-r4 runtime_wl_shared 4
 # caller alone; ~1% of runs, and a CI failure of this file once). The loser goes to its
 # buffer's overflow map. Main maps of 2 entries make collisions sure, and send nearly
 # every stack to the overflow map (1,024 buckets), where ~20 stacks collide too in about
-# one run of five: at most 5% of the calls and samples may lose theirs (without the
-# overflow maps, 97% of the calls and 92% of the samples did).
-out=$TMP/collide.pb.gz
-GPUBPF_STACK_MAP_ENTRIES=2 GPUBPF_WL_REPEAT=1 "$GPUBPF" record --exact -o "$out" -- "$CUDA_WL/runtime_wl_static" \
-	>"$TMP/collide.log" 2>&1
-"$GPUBPF" convert "$out" -o "$TMP/collide.folded" --format folded --sample-type cuda_calls 2>>"$TMP/collide.log"
-calls=$(awk '{s += $NF} END {print s + 0}' "$TMP/collide.folded")
-cut=$(grep -v ';main;' "$TMP/collide.folded" | awk '{s += $NF} END {print s + 0}')
-lost=$(pprof -raw "$out" | sed -n 's/^Comment: cuda: .* \([0-9]*\) stacks lost.*/\1/p')
-if [ "$calls" = 209 ] && [ "$cut" -le 10 ] && [ -n "$lost" ]; then
-	pass "collisions-kept-cuda"
-else
-	fail "collisions-kept-cuda" "$calls calls (want 209), $cut without main, '${lost}' stacks lost: $(grep -v ';main;' "$TMP/collide.folded" | head -3 | tr '\n' ';')"
-fi
-GPUBPF_STACK_MAP_ENTRIES=2 "$GPUBPF" record -o "$TMP/collide-cpu.pb.gz" -- "$WL/cpu_ratio" 1 >/dev/null 2>&1
-lost=$(pprof -raw "$TMP/collide-cpu.pb.gz" | sed -n 's/^Comment: cpu: [0-9]* samples, \([0-9]*\) stacks lost.*/\1/p')
-n=$(pprof -raw "$TMP/collide-cpu.pb.gz" | sed -n 's/^Comment: cpu: \([0-9]*\) samples.*/\1/p')
-if [ -n "$lost" ] && [ "${n:-0}" -gt 50 ] && [ "$lost" -le $((n / 20)) ]; then
-	pass "collisions-kept-cpu"
-else
-	fail "collisions-kept-cpu" "${n:-?} samples, '${lost}' stacks lost"
-fi
+# one run of five, and a clean CI run once lost 18 of 99 CPU samples so (a hot stack
+# collided): at most 5% of the calls and samples may lose theirs, in one of three runs
+# (without the overflow maps, 97% of the calls and 92% of the samples did, every run).
+collide_cuda() { # OUT: 0 when at most 5% of the calls lost their stack
+	GPUBPF_STACK_MAP_ENTRIES=2 GPUBPF_WL_REPEAT=1 "$GPUBPF" record --exact -o "$1" -- "$CUDA_WL/runtime_wl_static" \
+		>"$TMP/collide.log" 2>&1
+	"$GPUBPF" convert "$1" -o "$TMP/collide.folded" --format folded --sample-type cuda_calls 2>>"$TMP/collide.log"
+	calls=$(awk '{s += $NF} END {print s + 0}' "$TMP/collide.folded")
+	cut=$(grep -v ';main;' "$TMP/collide.folded" | awk '{s += $NF} END {print s + 0}')
+	lost=$(pprof -raw "$1" | sed -n 's/^Comment: cuda: .* \([0-9]*\) stacks lost.*/\1/p')
+	echo "# collisions, CUDA calls: $calls calls, $cut without main, '${lost}' stacks lost"
+	[ "$calls" = 209 ] && [ "$cut" -le 10 ] && [ -n "$lost" ]
+}
+collide_cpu() { # OUT: 0 when at most 5% of the samples lost their stack
+	GPUBPF_STACK_MAP_ENTRIES=2 "$GPUBPF" record -o "$1" -- "$WL/cpu_ratio" 1 >/dev/null 2>&1
+	lost=$(pprof -raw "$1" | sed -n 's/^Comment: cpu: [0-9]* samples, \([0-9]*\) stacks lost.*/\1/p')
+	n=$(pprof -raw "$1" | sed -n 's/^Comment: cpu: \([0-9]*\) samples.*/\1/p')
+	echo "# collisions, CPU samples: ${n:-?} samples, '${lost}' stacks lost"
+	[ -n "$lost" ] && [ "${n:-0}" -gt 50 ] && [ "$lost" -le $((n / 20)) ]
+}
+for what in cuda cpu; do
+	ok=
+	for try in 1 2 3; do
+		if "collide_$what" "$TMP/collide-$what.pb.gz"; then
+			ok=1
+			break
+		fi
+	done
+	[ -n "$ok" ] && pass "collisions-kept-$what" ||
+		fail "collisions-kept-$what" "three runs each lost more than 5% of their stacks (the '# collisions' lines)"
+done
