@@ -248,18 +248,26 @@ static __always_inline __u64 stall(__u64 ns)
 }
 
 /* A counted call of thread ST at START: the gap from its last one, into the books of the
- * delay's response (struct cuda_tstate) when nothing else came between them. */
+ * delay's response (struct cuda_tstate) when nothing else came between them, and the
+ * thread has settled since something did (CUDA_SETTLE). */
 static __always_inline void note_gap(struct cuda_tstate *st, __u64 start, __u64 nv, __u64 niv)
 {
 	__u64 gap = start - st->last_ns;
 	__u32 j = st->stalled ? 1 : 0;
 
-	if (!st->calls || nv != st->nvcsw || niv != st->nivcsw || start < st->last_ns || gap >= CUDA_GAP_MAX_NS)
+	/* A window's first call (its hit is dearer), a context switch, an interrupt, a CPU
+	 * sample or a fault: gaps far longer than the thread's in this window so far (their
+	 * variance would drown the stall's effect), and the thread behind its device for a
+	 * while after them */
+	if (!st->calls || nv != st->nvcsw || niv != st->nivcsw || start < st->last_ns || gap >= CUDA_GAP_MAX_NS ||
+	    (st->gap_n[0] >= 16 && gap > 4 * (st->gap_ns[0] / st->gap_n[0]))) {
+		st->settle = CUDA_SETTLE;
 		return;
-	/* nor an interrupt, a CPU sample or a fault in it: far longer than the thread's gaps
-	 * in this window so far (their variance would drown the stall's effect) */
-	if (st->gap_n[0] >= 16 && gap > 4 * (st->gap_ns[0] / st->gap_n[0]))
+	}
+	if (st->settle) {
+		st->settle--;
 		return;
+	}
 	st->gap_n[j]++;
 	st->gap_ns[j] += gap;
 	st->gap_sq[j] += gap * gap;

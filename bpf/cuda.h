@@ -122,8 +122,9 @@ struct cuda_tstate {
 	 * the pace)? One counted call in CUDA_STALL_EVERY is stalled a further stall_ns at
 	 * random, and the gaps from a call to the thread's next are summed apart after a
 	 * stalled call ([1]) and after another ([0]), for gaps with no context switch in them
-	 * shorter than CUDA_GAP_MAX_NS and than 4 times the window's mean so far: their means
-	 * differ by the stall where it pushes, by nothing where it is absorbed. */
+	 * shorter than CUDA_GAP_MAX_NS and than 4 times the window's mean so far, and not
+	 * within CUDA_SETTLE of one that was not: their means differ by the stall where it
+	 * pushes, by nothing where it is absorbed. */
 	__u64 nivcsw;	      /* its involuntary context switches at the last counted call */
 	__u64 gap_ns[2];      /* sums of the gaps */
 	__u64 gap_sq[2];      /* ... of their squares (ns^2: at most the window's length times
@@ -132,11 +133,15 @@ struct cuda_tstate {
 	__u32 stalled;	      /* the last counted call was stalled */
 	__u64 stall_sum_ns;   /* the stalls' time (in cost_ns and backlog_ns) */
 	__u32 stalls;	      /* ... and how many */
-	__u32 pad;
+	__u32 settle;	      /* gaps left out yet after a disturbance (CUDA_SETTLE) */
 };
 
 #define CUDA_STALL_EVERY 4		/* a power of two */
 #define CUDA_GAP_MAX_NS 1000000ull	/* 1 ms */
+/* Gaps left out after a disturbance: a thread it put behind its device calls as fast as
+ * it can until the device's queue is full again, and a stall then pushes its next call,
+ * but the delay is made up in the end */
+#define CUDA_SETTLE 32
 #define CUDA_STALL_MAX_LOOPS 4096	/* bpf_ktime_get_ns reads a stall may take */
 
 /* Per thread and windowed group, since the recording began: what its hits cost while the
