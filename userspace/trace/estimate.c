@@ -113,14 +113,13 @@ void est_response_add(struct est_response *r, const double n[2], const double su
 	r->stalls += stalls;
 }
 
-void est_response_pool(struct est_response *r, const struct est_response *add)
+void est_response_pool(struct est_response *r, const struct est_response *add, double memory)
 {
-	double old = r->n[0] + r->n[1], add_n = add->n[0] + add->n[1], keep, a = 1;
+	double old = r->n[0] + r->n[1], add_n = add->n[0] + add->n[1], keep = memory - add_n, a = 1;
 
-	keep = EST_RESPONSE_MEMORY - add_n;
-	if (keep < 0.25 * EST_RESPONSE_MEMORY)
-		keep = 0.25 * EST_RESPONSE_MEMORY;
-	if (old > keep)
+	if (keep < 0.25 * memory)
+		keep = 0.25 * memory;
+	if (memory > 0 && old > keep)
 		a = keep / old;
 	for (int j = 0; j < 2; j++) {
 		r->n[j] = a * r->n[j] + add->n[j];

@@ -149,9 +149,9 @@ void est_response_add(struct est_response *r, const double n[2], const double su
  * many, the older ones weighed down as newer come. */
 #define EST_RESPONSE_MEMORY 5000
 
-/* Add NEW to the pool R, whose older gaps keep a weight of at most EST_RESPONSE_MEMORY
- * less NEW's (and at least a quarter of it). */
-void est_response_pool(struct est_response *r, const struct est_response *add);
+/* Add ADD to the pool R, whose older gaps keep a weight of at most MEMORY less ADD's (and
+ * at least a quarter of MEMORY); MEMORY 0: all of it. */
+void est_response_pool(struct est_response *r, const struct est_response *add, double memory);
 
 /* The share of a delay that pushes calls out: mid (the gaps' difference over the stall,
  * weighed against 1 by EST_RESPONSE_PRIOR_SD), and its range (2.5 sigma of the difference

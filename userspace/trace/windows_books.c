@@ -76,8 +76,8 @@ static struct est_delay thread_share(struct windows *w, int g, const struct cuda
 	struct est_response mine = {0};
 
 	est_response_add(&mine, n, sum, sq, (double)st->stall_sum_ns, st->stalls);
-	est_response_pool(&w->resp[g], &mine);
-	est_response_add(&w->resp_all[g], n, sum, sq, (double)st->stall_sum_ns, st->stalls);
+	est_response_pool(&w->resp[g], &mine, EST_RESPONSE_MEMORY);
+	est_response_pool(&w->resp_all[g], &mine, 0);
 	if (!w->stalls)
 		return (struct est_delay){1, 1, 1};
 	if (mine.n[1] >= EST_RESPONSE_MIN && mine.n[0] >= EST_RESPONSE_MIN)
