@@ -84,7 +84,7 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 tgid, _
 	key.ustack = capture_ustack(ctx, buf);
 	key.kstack = capture_kstack(ctx, buf);
 	/* The interpreter's frames, merged into the native stack by userspace. */
-	key.pystack = python_capture(ctx, tgid, tid);
+	key.pystack = python_capture(tgid, tid);
 
 	void *counts = buf ? (void *)&counts1 : (void *)&counts0;
 	cnt = bpf_map_lookup_elem(counts, &key);

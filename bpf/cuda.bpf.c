@@ -237,14 +237,27 @@ static __always_inline void task_times(__u64 *ut, __u64 *st)
 	*st = task_u64(task_off.stime);
 }
 
-/* Hold the thread NS more (at most CUDA_STALL_MAX_LOOPS clock reads): how long it was. */
+struct stall_ctx {
+	__u64 t0, t, ns;
+};
+
+static long stall_step(__u64 i, void *data)
+{
+	struct stall_ctx *c = data;
+
+	c->t = bpf_ktime_get_ns();
+	return c->t - c->t0 >= c->ns;
+}
+
+/* Hold the thread NS more (at most CUDA_STALL_MAX_LOOPS clock reads): how long it was.
+ * bpf_loop, so that the verifier checks one step, not thousands. */
 static __always_inline __u64 stall(__u64 ns)
 {
-	__u64 t0 = bpf_ktime_get_ns(), t = t0;
+	struct stall_ctx c = {.ns = ns};
 
-	for (int i = 0; i < CUDA_STALL_MAX_LOOPS && t - t0 < ns; i++)
-		t = bpf_ktime_get_ns();
-	return t - t0;
+	c.t0 = c.t = bpf_ktime_get_ns();
+	bpf_loop(CUDA_STALL_MAX_LOOPS, stall_step, &c, 0);
+	return c.t - c.t0;
 }
 
 /* A counted call of thread ST at START: the gap from its last one, into the books of the
@@ -279,8 +292,17 @@ static __always_inline void note_gap(struct cuda_tstate *st, __u64 start, __u64 
  * caused before the sleep was made up for by it. One counted call in CUDA_STALL_EVERY of
  * a window is held stall_ns more, at random (struct cuda_tstate says why); that is part of
  * its cost. */
-static __always_inline void charge(__u32 tgid, __u32 tid, __u32 g, __u64 start, bool ret, bool counted)
+/* CHARGE_RET: a return probe's hit; CHARGE_COUNTED: a counted call's entry. A global
+ * function must return a scalar: it returns 0. */
+#define CHARGE_RET 1u
+#define CHARGE_COUNTED 2u
+
+__noinline int charge(__u64 pid_tgid, __u32 g, __u64 start, __u32 how)
 {
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	bool ret = how & CHARGE_RET, counted = how & CHARGE_COUNTED;
+
+	g &= CUDA_GROUPS_MAX - 1; /* a global function (verified once): nothing is known of G */
 	struct cuda_tkey k = {.tid = tid, .group = g};
 	struct cuda_tstate *st, init = {};
 	__u32 win = window_id[g];
@@ -293,7 +315,7 @@ static __always_inline void charge(__u32 tgid, __u32 tid, __u32 g, __u64 start, 
 	cost = now - start + trap_ns[ret ? 1 : 0];
 	__sync_fetch_and_add(&group_cost_ns[g], cost);
 	if (!win)
-		return;
+		return 0;
 	if (win == CUDA_WINDOW_CLOSED) {
 		struct cuda_tclosed *c = bpf_map_lookup_elem(&tclosed, &k), cinit = {.tgid = tgid};
 
@@ -301,13 +323,13 @@ static __always_inline void charge(__u32 tgid, __u32 tid, __u32 g, __u64 start, 
 			bpf_map_update_elem(&tclosed, &k, &cinit, BPF_NOEXIST);
 			c = bpf_map_lookup_elem(&tclosed, &k);
 			if (!c)
-				return;
+				return 0;
 		}
 		/* one thread writes its own entry */
 		c->hits += !ret;
 		c->cost_ns += cost;
 		c->traps_ns += trap_ns[ret ? 1 : 0];
-		return;
+		return 0;
 	}
 	st = bpf_map_lookup_elem(&tstates, &k);
 	if (!st || st->window != win) {
@@ -318,7 +340,7 @@ static __always_inline void charge(__u32 tgid, __u32 tid, __u32 g, __u64 start, 
 		bpf_map_update_elem(&tstates, &k, &init, BPF_ANY);
 		st = bpf_map_lookup_elem(&tstates, &k);
 		if (!st)
-			return;
+			return 0;
 	}
 	st->hits += !ret;
 	st->cost_ns += cost;
@@ -349,6 +371,7 @@ static __always_inline void charge(__u32 tgid, __u32 tid, __u32 g, __u64 start, 
 	}
 	st->backlog_ns += cost;
 	st->run_trap_ns += trap_ns[ret ? 1 : 0];
+	return 0;
 }
 
 /* A wait on the device of WAIT ns by TID: the probes' delay of its windowed groups is
@@ -405,7 +428,7 @@ static __always_inline int enter(struct pt_regs *ctx)
 	}
 	key.window = window_id[g];
 	if (key.window == CUDA_WINDOW_CLOSED || nested_call(ctx, tid, CUDA_COOKIE_RUNTIME(cookie))) {
-		charge(tgid, tid, g, start, false, false);
+		charge(pid_tgid, g, start, 0);
 		return 0;
 	}
 
@@ -507,13 +530,13 @@ static __always_inline int enter(struct pt_regs *ctx)
 		pend.window = key.window;
 		if (!bpf_map_update_elem(&pendings, &tid, &pend, BPF_ANY))
 			__sync_fetch_and_add(&group_pending[g], 1);
-		charge(tgid, tid, g, start, false, true);
+		charge(pid_tgid, g, start, CHARGE_COUNTED);
 		return 0;
 	default:
 		return 0;
 	}
 	key.ustack = capture_ustack(ctx, buf_active & 1);
-	key.pystack = python_capture(ctx, tgid, tid);
+	key.pystack = python_capture(tgid, tid);
 	key.names = record_comm(tgid, tid);
 	account(&key, bytes, 0);
 	if (trace_calls) {
@@ -526,7 +549,7 @@ static __always_inline int enter(struct pt_regs *ctx)
 		pend.dir = key.dir;
 		bpf_map_update_elem(&pendings, &tid, &pend, BPF_ANY);
 	}
-	charge(tgid, tid, g, start, false, true);
+	charge(pid_tgid, g, start, CHARGE_COUNTED);
 	return 0;
 }
 
@@ -566,7 +589,7 @@ static __always_inline int leave(struct pt_regs *ctx)
 	pend = bpf_map_lookup_elem(&pendings, &tid);
 	/* Not ours: a nested call whose entry was skipped, or a pending record of another function. */
 	if (!pend || pend->cookie != cookie) {
-		charge(tgid, tid, g, start, true, false);
+		charge(pid_tgid, g, start, CHARGE_RET);
 		return 0;
 	}
 	now = bpf_ktime_get_ns();
@@ -584,7 +607,7 @@ static __always_inline int leave(struct pt_regs *ctx)
 	case CC_SYNC:
 		/* At return the frame walk starts in the caller: no separate caller frame. */
 		key.ustack = capture_ustack(ctx, buf_active & 1);
-		key.pystack = python_capture(ctx, tgid, tid);
+		key.pystack = python_capture(tgid, tid);
 		key.names = record_comm(tgid, tid);
 		account(&key, 0, now - pend->ts);
 		absorb(tid, now - pend->ts);
@@ -602,7 +625,7 @@ static __always_inline int leave(struct pt_regs *ctx)
 			stat_inc(id == -ENOMEM ? STAT_STACK_FULL : STAT_USTACK_LOST);
 		key.ustack = id < 0 ? -1 : (__s32)id;
 		/* py_stacks is never cleared: the id stays valid for gpu_inuse at the end. */
-		key.pystack = python_capture(ctx, tgid, tid);
+		key.pystack = python_capture(tgid, tid);
 		key.flags = CUDA_KEY_ALLOC_STACK;
 		key.names = record_comm(tgid, tid);
 		account(&key, pend->arg, 0);
@@ -633,7 +656,7 @@ static __always_inline int leave(struct pt_regs *ctx)
 	if (trace_calls && CUDA_COOKIE_CLASS(cookie) < CC_NAME_MODULE)
 		emit_call(pend, tgid, tid, now);
 	bpf_map_delete_elem(&pendings, &tid);
-	charge(tgid, tid, g, start, true, false);
+	charge(pid_tgid, g, start, CHARGE_RET);
 	return 0;
 }
 

@@ -170,7 +170,7 @@ int BPF_USDT(dev_launch, __u32 corr, __u32 cbinfo, __u32 win)
 	v.ustack = id < 0 ? -1 : (__s32)id;
 	/* The device time it leads to goes under the same stack as the launch itself: its
 	 * Python frames too, and the names the thread had when it launched. */
-	v.pystack = python_capture(ctx, tgid, tid);
+	v.pystack = python_capture(tgid, tid);
 	v.names = record_comm(tgid, tid);
 	bpf_map_update_elem(&launches, &k, &v, BPF_ANY);
 	if (trace_records) {

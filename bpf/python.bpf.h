@@ -121,14 +121,55 @@ static __always_inline __u64 py_find_tstate(const struct py_proc *pp, __u32 tid)
 	return nc.tstate;
 }
 
+/* One frame of the walk (bpf_loop: the verifier checks one step, not PY_MAX_DEPTH). */
+struct py_walk {
+	const struct py_proc *pp;
+	struct py_scratch *sc;
+	__u64 frame;
+	__u32 hash, depth;
+};
+
+static long py_walk_step(__u64 i, void *data)
+{
+	struct py_walk *w = data;
+	const struct py_proc *pp = w->pp;
+	struct py_scratch *sc = w->sc;
+	__u64 code, instr, tag = 0;
+	__u32 d = w->depth, hash = w->hash;
+
+	if (!w->frame || d >= PY_MAX_DEPTH)
+		return 1;
+	if (bpf_probe_read_user(sc->fbuf, PY_FRAME_READ, (void *)w->frame)) {
+		sc->st.flags |= PY_STACK_FAULT;
+		__sync_fetch_and_add(&py_fault, 1);
+		return 1;
+	}
+	/* Offsets come from a map: mask them into the read window for the verifier. */
+	code = *(__u64 *)(sc->fbuf + (pp->frame_code & 0x7f));
+	if (pp->flags & PY_F_FRAMEOBJ)
+		instr = *(__u32 *)(sc->fbuf + (pp->frame_instr & 0x7f));
+	else
+		instr = *(__u64 *)(sc->fbuf + (pp->frame_instr & 0x7f));
+	if (pp->frame_owner < PY_FRAME_READ)
+		tag = sc->fbuf[pp->frame_owner & 0x7f];
+	sc->st.frames[d].code = code;
+	sc->st.frames[d].instr = (instr & PY_INSTR_MASK) | (tag << 56);
+	hash = (hash ^ (__u32)code ^ (__u32)(code >> 32)) * 16777619u;
+	w->hash = (hash ^ (__u32)instr ^ (__u32)(tag << 24)) * 16777619u;
+	w->depth = d + 1;
+	w->frame = *(__u64 *)(sc->fbuf + (pp->frame_previous & 0x7f));
+	return 0;
+}
+
 /* The frame chain of the current thread into py_stacks: returns its id (a hash), or -1
  * when the process is not a known Python, the thread has no thread state, or the map
- * is full. */
-static __always_inline __s32 python_capture(void *ctx, __u32 tgid, __u32 tid)
+ * is full. A global function: the verifier checks it once, not at each call site. */
+__noinline __s32 python_capture(__u32 tgid, __u32 tid)
 {
 	struct py_proc *pp = bpf_map_lookup_elem(&py_procs, &tgid);
 	struct py_scratch *sc;
-	__u32 zero = 0, depth = 0, hash = 2166136261u;
+	struct py_walk w = {};
+	__u32 zero = 0, depth, hash = 2166136261u;
 	__u64 tstate, frame;
 
 	if (!pp)
@@ -146,31 +187,14 @@ static __always_inline __s32 python_capture(void *ctx, __u32 tgid, __u32 tid)
 		frame = py_read_ptr(frame + pp->cframe_current);
 
 	sc->st.flags = 0;
-	for (int i = 0; i < PY_MAX_DEPTH; i++) {
-		__u64 code, instr, tag = 0;
-
-		if (!frame)
-			break;
-		if (bpf_probe_read_user(sc->fbuf, PY_FRAME_READ, (void *)frame)) {
-			sc->st.flags |= PY_STACK_FAULT;
-			__sync_fetch_and_add(&py_fault, 1);
-			break;
-		}
-		/* Offsets come from a map: mask them into the read window for the verifier. */
-		code = *(__u64 *)(sc->fbuf + (pp->frame_code & 0x7f));
-		if (pp->flags & PY_F_FRAMEOBJ)
-			instr = *(__u32 *)(sc->fbuf + (pp->frame_instr & 0x7f));
-		else
-			instr = *(__u64 *)(sc->fbuf + (pp->frame_instr & 0x7f));
-		if (pp->frame_owner < PY_FRAME_READ)
-			tag = sc->fbuf[pp->frame_owner & 0x7f];
-		sc->st.frames[i].code = code;
-		sc->st.frames[i].instr = (instr & PY_INSTR_MASK) | (tag << 56);
-		hash = (hash ^ (__u32)code ^ (__u32)(code >> 32)) * 16777619u;
-		hash = (hash ^ (__u32)instr ^ (__u32)(tag << 24)) * 16777619u;
-		depth++;
-		frame = *(__u64 *)(sc->fbuf + (pp->frame_previous & 0x7f));
-	}
+	w.pp = pp;
+	w.sc = sc;
+	w.frame = frame;
+	w.hash = hash;
+	bpf_loop(PY_MAX_DEPTH, py_walk_step, &w, 0);
+	frame = w.frame;
+	hash = w.hash;
+	depth = w.depth;
 	if (frame && depth == PY_MAX_DEPTH)
 		sc->st.flags |= PY_STACK_TRUNCATED;
 	if (!depth)
