@@ -166,6 +166,33 @@ sys.exit(0 if lo <= n <= hi and abs(got / n - 1) <= 0.25 else 1)"; then
 else
 	fail "estimates-device-paced" "estimated ${got} of $N launches, stated interval ${ci/ /-}: more than 25% off, or the truth outside"
 fi
+# ... and the job's slowdown: the thread paid ~4% in probes, the device's pace did not
+# change. The summary states the job's share of it (the stalls' share of the thread's
+# cost), its range holding the slowdown measured against the same loop alone; the
+# self-paced spin loop above states the thread's cost as it is.
+"$WL/cuda/launch_loop" 200000 --spin-us 4 --device-us 10 >"$TMP/dev_alone.out"
+if python3 - "$TMP/dev_alone.out" "$TMP/dev.out" "$TMP/dev.err" <<'PY'; then
+import re, sys
+rate = lambda f: float(re.search(r"launches_per_sec=([0-9.]+)", open(f).read()).group(1))
+alone, under, err = rate(sys.argv[1]), rate(sys.argv[2]), open(sys.argv[3]).read()
+m = re.search(r"overhead ~([0-9.e+-]+)% \(([0-9.e+-]+)-([0-9.e+-]+)%: a device set the pace; ([0-9.e+-]+)% of the thread's time\)", err)
+meas = 100 * (alone / under - 1)
+if not m:
+    sys.exit(print(f"    no job's slowdown in the summary: {err.strip()[-300:]}"))
+mid, lo, hi, thread = map(float, m.groups())
+print(f"    the job slowed by {meas:+.2f}% (alone {alone:.0f}/s, with gpubpf {under:.0f}/s); estimated {mid}% ({lo}-{hi}%), the thread's time {thread}%")
+# the loop alone paces itself to the device, within the VM's noise (half a point)
+sys.exit(0 if lo - 0.5 <= meas <= hi + 0.5 and mid < thread / 2 else 1)
+PY
+	pass "estimates-device-paced-job-cost"
+else
+	fail "estimates-device-paced-job-cost" "the summary's overhead is not the job's slowdown: $(tail -1 "$TMP/dev.err")"
+fi
+if grep -q "a device set the pace" "$TMP/ll.err"; then
+	fail "estimates-self-paced-thread-cost" "a loop that sets its own pace read as device-paced: $(tail -1 "$TMP/ll.err")"
+else
+	pass "estimates-self-paced-thread-cost"
+fi
 
 # The worst case, 40 ns launches back to back: in a window a 3 us probe hit takes ~99% of
 # the thread's time, and how many calls it would have made without them hangs on the

@@ -93,6 +93,11 @@ void windows__duty_text(const struct governor *gv, char *buf, size_t len);
 double windows__overhead(struct windows *w, const uint64_t cost_ns[CG__COUNT], const struct governor *gv,
 			 double elapsed, double *lo, double *hi);
 
+/* The share of the busiest thread's cost that slows the job (mid, lo, hi): below 1 only
+ * where random stalls show a device's queue setting its pace (estimate.h, est_response);
+ * 1 otherwise, and for W NULL. */
+struct est_delay windows__job_share(struct windows *w);
+
 /* The profile's comments on the windows (W; NULL: exact counts, for EXACT_WHY): per group
  * the calls seen, the estimate and its 95% confidence interval, and what gpubpf cost the
  * busiest target thread, part by part, over ELAPSED seconds (COST_NS: cuda__group_costs

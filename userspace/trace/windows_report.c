@@ -173,6 +173,34 @@ static void traps_range(const struct windows_summary *sum, double secs, double t
 		*hi = total + (sum->trap_scale.hi - mid) * traps;
 }
 
+/* What of a thread's delay slows the job: the stalls' share over every windowed group's
+ * gaps where it is surely below 1 (a device's queue set the pace part of the time, and
+ * the delay came out of the thread's waits on it); else all of it, as the budget assumes
+ * (and where the stalls cannot tell: too few gaps, GPUBPF_STALL_US=0). */
+static struct est_delay job_share(const struct windows_summary *sum)
+{
+	struct est_response all = {0};
+	struct est_delay one = {1, 1, 1}, s;
+
+	if (!sum->stalls)
+		return one;
+	for (int g = 0; g < CG__COUNT; g++)
+		est_response_pool(&all, &sum->resp[g], 0);
+	s = est_response_share(&all, false, NULL, NULL);
+	return s.hi < 1 ? s : one;
+}
+
+struct est_delay windows__job_share(struct windows *w)
+{
+	struct windows_summary sum;
+	struct est_delay one = {1, 1, 1};
+
+	if (!w)
+		return one;
+	windows__summary(w, &sum);
+	return job_share(&sum);
+}
+
 double windows__overhead(struct windows *w, const uint64_t cost_ns[CG__COUNT], const struct governor *gv,
 			 double elapsed, double *lo, double *hi)
 {
@@ -248,4 +276,16 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 	    100 * sum.probes_closed / (elapsed > 0 ? elapsed : 1), sum.windows, governor__window_cost(gv) * 1e6,
 	    100 * always, 100 * gv->cpu_cost, gv->sample_cost * 1e6, 100 * governor__overhead(gv),
 	    gv->cost_per_hit * 1e6);
+	if (w) {
+		struct est_delay js = job_share(&sum);
+
+		if (js.hi < 1)
+			profile__add_comment(
+			    prof,
+			    "cuda cost: the job slowed by an estimated %.3g%% (%.3g-%.3g%%): a device's queue set the "
+			    "busiest thread's pace, and of a delay only %.2f (%.2f-%.2f) pushed its calls out (random "
+			    "stalls), the rest came out of its waits on the device; the budget is spent on the thread's "
+			    "time all the same",
+			    100 * total * js.mid, 100 * lo * js.lo, 100 * hi * js.hi, js.mid, js.lo, js.hi);
+	}
 }
