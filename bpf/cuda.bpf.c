@@ -260,12 +260,18 @@ static __always_inline __u64 stall(__u64 ns)
 	return c.t - c.t0;
 }
 
+/* Until when the thread may be catching up on its device after losing LOST ns at NOW. */
+static __always_inline __u64 settle_until(__u64 now, __u64 lost)
+{
+	return now + (lost < CUDA_SETTLE_MAX_NS / CUDA_SETTLE_X ? CUDA_SETTLE_X * lost : CUDA_SETTLE_MAX_NS);
+}
+
 /* A counted call of thread ST at START: the gap from its last one, into the books of the
  * delay's response (struct cuda_tstate) when nothing else came between them, and the
  * thread has settled since something did (CUDA_SETTLE). */
 static __always_inline void note_gap(struct cuda_tstate *st, __u64 start, __u64 nv, __u64 niv)
 {
-	__u64 gap = start - st->last_ns;
+	__u64 gap = start - st->last_ns, mean = st->gap_n[0] >= 16 ? st->gap_ns[0] / st->gap_n[0] : 0;
 	__u32 j = st->stalled ? 1 : 0;
 
 	/* A window's first call (its hit is dearer), a context switch, an interrupt, a CPU
@@ -273,17 +279,30 @@ static __always_inline void note_gap(struct cuda_tstate *st, __u64 start, __u64 
 	 * variance would drown the stall's effect), and the thread behind its device for a
 	 * while after them */
 	if (!st->calls || nv != st->nvcsw || niv != st->nivcsw || start < st->last_ns || gap >= CUDA_GAP_MAX_NS ||
-	    (st->gap_n[0] >= 16 && gap > 4 * (st->gap_ns[0] / st->gap_n[0]))) {
+	    (mean && gap > 4 * mean)) {
 		st->settle = CUDA_SETTLE;
+		if (st->calls && start > st->last_ns)
+			st->settle_ns = settle_until(start, gap);
 		return;
 	}
-	if (st->settle) {
-		st->settle--;
-		return;
+	if (st->settle || start < st->settle_ns) {
+		if (st->settle)
+			st->settle--;
+	} else {
+		st->gap_n[j]++;
+		st->gap_ns[j] += gap;
+		st->gap_sq[j] += gap * gap;
 	}
-	st->gap_n[j]++;
-	st->gap_ns[j] += gap;
-	st->gap_sq[j] += gap * gap;
+	/* A gap over twice the mean (a short interrupt, a CPU sample) is in the books: leaving
+	 * it out would depend on whether its call was stalled. The gaps after it are not: the
+	 * thread catches up on its device for a while (whether they are left out depends on
+	 * calls before theirs, so the stalls' share stays unbiased). */
+	if (mean && gap > 2 * mean) {
+		__u64 until = settle_until(start, gap - mean);
+
+		if (until > st->settle_ns)
+			st->settle_ns = until;
+	}
 }
 
 /* This hit of group G by thread TID began at START: add its cost (the program's run time

@@ -123,8 +123,9 @@ struct cuda_tstate {
 	 * random, and the gaps from a call to the thread's next are summed apart after a
 	 * stalled call ([1]) and after another ([0]), for gaps with no context switch in them
 	 * shorter than CUDA_GAP_MAX_NS and than 4 times the window's mean so far, and not
-	 * within CUDA_SETTLE of one that was not: their means differ by the stall where it
-	 * pushes, by nothing where it is absorbed. */
+	 * within CUDA_SETTLE gaps or CUDA_SETTLE_X times the time lost of one that was not
+	 * (or of one over twice the mean): their means differ by the stall where it pushes,
+	 * by nothing where it is absorbed. */
 	__u64 nivcsw;	      /* its involuntary context switches at the last counted call */
 	__u64 gap_ns[2];      /* sums of the gaps */
 	__u64 gap_sq[2];      /* ... of their squares (ns^2: at most the window's length times
@@ -134,6 +135,7 @@ struct cuda_tstate {
 	__u64 stall_sum_ns;   /* the stalls' time (in cost_ns and backlog_ns) */
 	__u32 stalls;	      /* ... and how many */
 	__u32 settle;	      /* gaps left out yet after a disturbance (CUDA_SETTLE) */
+	__u64 settle_ns;      /* ... and until when (CUDA_SETTLE_X its length) */
 };
 
 #define CUDA_STALL_EVERY 4		/* a power of two */
@@ -142,6 +144,11 @@ struct cuda_tstate {
  * it can until the device's queue is full again, and a stall then pushes its next call,
  * but the delay is made up in the end */
 #define CUDA_SETTLE 32
+/* ... and for this many times the disturbance's length, at most CUDA_SETTLE_MAX_NS: a
+ * thread that gains on its device by a part f of its pace catches up in 1/f times the
+ * time it lost (1 ms lost, 300 calls of 7 us against a 10 us device) */
+#define CUDA_SETTLE_X 4
+#define CUDA_SETTLE_MAX_NS 16000000ull /* 16 ms */
 #define CUDA_STALL_MAX_LOOPS 4096	/* bpf_ktime_get_ns reads a stall may take */
 
 /* Per thread and windowed group, since the recording began: what its hits cost while the

@@ -140,11 +140,12 @@ fi
 # as it can would have lost came out 29-30% high with a stated interval of +-1.6% that
 # missed the truth. Random stalls now measure how much of a delay pushes calls out
 # (estimate.h, est_response): the share reads 0.08-0.15 here, not 0, for a loop that
-# fell behind its device (an interrupt, a preemption on this 2-CPU VM) catches up for
-# longer than the 32 gaps BPF leaves out after a disturbance, and a 0.5 us stall
-# outlasts the little slack the probes leave (~1 us of 10): +4% to +10% in runs here
-# (+21% before the catching up was left out, on a busy host; unpaced= says how often
-# the loop fell behind). Where the share is surely below 1 the interval goes down to no
+# fell behind its device (an interrupt, a preemption on this 2-CPU VM) pushes its next
+# calls while it catches up, which BPF leaves out for 32 gaps and 4 times the time lost
+# after a disturbance (a gap over twice the mean included), and a 0.5 us stall may
+# outlast the slack the probes leave: +2% to +4% in runs here, the share 0.05-0.07
+# (+4% to +10% with the 32 gaps only, +21% before, on a busy host; unpaced= says how
+# often the loop fell behind). Where the share is surely below 1 the interval goes down to no
 # correction at all: the truth must be inside it, and the estimate within 25% (it was
 # +29-30%, its interval +-1.6%).
 N=600000
