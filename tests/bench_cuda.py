@@ -46,12 +46,17 @@ def measure(cmd, pattern):
 
 def parse_est(err):
     """gpubpf's summary: "overhead ~X%", and "(LO-HI%: ...)" when the traps' cost in the
-    job is known only within a range. (X, LO, HI) in percent, or None."""
-    m = re.search(r"overhead ~([0-9.e+-]+)%(?: \(([0-9.e+-]+)-([0-9.e+-]+)%)?", err)
+    job is known only within a range, or "(LO-HI%: a device set the pace; T% of the
+    thread's time)" where random stalls showed a device's queue absorbing the thread's
+    delay (X is then the job's slowdown). (X, LO, HI, T) in percent (T = X where the
+    thread's time is the estimate), or None."""
+    m = re.search(r"overhead ~([0-9.e+-]+)%(?: \(([0-9.e+-]+)-([0-9.e+-]+)%)?"
+                  r"(?:: a device set the pace; ([0-9.e+-]+)% of the thread's time)?", err)
     if not m:
         return None
     x = float(m.group(1))
-    return (x, float(m.group(2)), float(m.group(3))) if m.group(2) else (x, x, x)
+    lo, hi = (float(m.group(2)), float(m.group(3))) if m.group(2) else (x, x)
+    return x, lo, hi, float(m.group(4)) if m.group(4) else x
 
 
 def fmt_est(e):
@@ -76,7 +81,10 @@ def est_text(ests):
         s = min(statistics.median(e[i] for e in ests), 99.99) / 100
         return s, 100 * s / (1 - s)
 
-    (s, mid), (_, lo), (_, hi) = slowdown(0), slowdown(1), slowdown(2)
+    (s, mid), (_, lo), (_, hi), (t, _) = slowdown(0), slowdown(1), slowdown(2), slowdown(3)
+    if t > s:
+        return (f"estimated {mid:.2g}% ({lo:.2g}-{hi:.2g}%: the job's share of the thread's {100 * t:.2g}%, "
+                f"a device set the pace)")
     span = f", {lo:.2g}-{hi:.2g}% with the traps' cost as uncertain as it is" if hi - lo > 0.1 * mid else ""
     return f"estimated {mid:.2g}% ({100 * s:.2g}% of the thread's time{span})"
 
