@@ -219,3 +219,37 @@ else
 		fail "estimates-launch-loop-40ns-says-why" "an unbounded interval without its reason: $est"
 	fi
 fi
+
+# A short recording (-d under 8 s) is cut into 8 periods, not 1 s ones: with 1 s periods
+# a 3 s recording had 3, and one of 1.5 s no interval at all (the spread between periods
+# is where the interval comes from). Attached for 3 s to the bursts replay, the default
+# budget (1%: at 5% every launch of it is seen), no GPUBPF_WINDOW_PERIOD: 8 periods of
+# 0.375 s, an interval, and the truth inside it.
+python3 tests/workloads/cuda/patterns.py bursts "$TMP/b8.calls" --seconds 8 >/dev/null
+"$REPLAY" "$TMP/b8.calls" --log "$TMP/b8.log" >"$TMP/short.own" &
+wl=$!
+KILL_PIDS+=("$wl")
+sleep 1.5
+if env -u GPUBPF_WINDOW_PERIOD "$GPUBPF" record -p "$wl" -d 3 -o "$TMP/short.pb.gz" \
+	2>"$TMP/short.err"; then
+	wait "$wl"
+	start=$(pprof -raw "$TMP/short.pb.gz" | sed -n 's/^Time: \(.*\) UTC$/\1/p')
+	start=$(date -d "$start" +%s.%N)
+	dur=$(pprof -raw "$TMP/short.pb.gz" | sed -n 's/.*settings: .* duration=\([0-9.]*\)s.*/\1/p')
+	top "$TMP/short.pb.gz" >"$TMP/short.top"
+	pprof -raw "$TMP/short.pb.gz" | grep '^Comment:' >"$TMP/short.ci"
+	echo "== -d 3 (periods of $(sed -n 's/.*one window a period (\([0-9.]*\) s).*/\1/p' "$TMP/short.ci") s)"
+	intervals "$TMP/short.pb.gz"
+	if ! grep -qE "cuda estimate: launches: [0-9,]+ calls, 95% CI .* of (8|9) periods" "$TMP/short.ci" ||
+		! grep -q "one window a period (0.375 s)" "$TMP/short.ci"; then
+		fail "estimates-short-recording" "no interval, or not 8 periods of 0.375 s: $(grep -E 'estimate: launches|a period' "$TMP/short.ci")"
+	elif python3 $CHECK "$TMP/short.top" "$TMP/short.own" --log "$TMP/b8.log" --start "$start" \
+		--duration "$dur" --ci "$TMP/short.ci" >"$TMP/short.cmp"; then
+		pass "estimates-short-recording"
+	else
+		fail "estimates-short-recording" "$(grep MISMATCH "$TMP/short.cmp" | tr '\n' ';')"
+	fi
+	cat "$TMP/short.cmp" 2>/dev/null
+else
+	fail "estimates-short-recording" "$(tail -2 "$TMP/short.err")"
+fi

@@ -27,6 +27,9 @@
 #include "syms.h"
 #include "windows.h"
 
+/* Periods a -d recording is cut into at the least, up to 1 s each */
+#define WINDOW_PERIODS_MIN 8
+
 double engine__now(void)
 {
 	struct timespec ts;
@@ -110,16 +113,20 @@ static void signal_ready(void)
 	}
 }
 
-/* Length of one window period: 1 s; GPUBPF_WINDOW_PERIOD (seconds) shortens it so tests
- * see many periods in a few seconds. */
-static double window_period(void)
+/* Length of one window period: 1 s, or an eighth of a -d DURATION under 8 s (at least
+ * 0.1 s): an estimate's interval comes from the spread between periods, and a recording
+ * of one or two has none. GPUBPF_WINDOW_PERIOD (seconds) sets it, so that tests see many
+ * periods in a few seconds. */
+static double window_period(double duration)
 {
 	const char *e = getenv("GPUBPF_WINDOW_PERIOD");
 	char *end;
 	double v;
 
-	if (!e || !*e)
-		return 1.0;
+	if (!e || !*e) {
+		v = duration > 0 ? duration / WINDOW_PERIODS_MIN : 1.0;
+		return v < 0.1 ? 0.1 : v > 1 ? 1.0 : v;
+	}
 	v = strtod(e, &end);
 	return !*end && v >= 0.01 && v <= 1 ? v : 1.0;
 }
@@ -157,7 +164,7 @@ static void setup_governor(struct governor *gv, const struct record_opts *o, str
 		 cal.traced_call * 1e6, cal.trap_entry * 1e6, cal.prog * 1e6, cal.trap_return * 1e6,
 		 cal.first_hit * 1e6, cal.window * 1e6, cal.attach * 1e3);
 	gv->budget = o->budget / 100;
-	gv->period = window_period();
+	gv->period = window_period(o->duration);
 	gv->cost_per_hit = cal.traced_call;
 	gv->trap_entry = cal.trap_entry > 0 ? cal.trap_entry : 0;
 	gv->trap_return = cal.trap_return > 0 ? cal.trap_return : 0;
