@@ -70,32 +70,41 @@ done
 # inside a window a call costs its probe too, and the thread makes fewer of them.
 one closed_loop "$TMP/bursts.calls" --closed
 
-# Attached in the middle: 10 s of a 20 s run; the truth is what the replay's log says it
-# called while gpubpf recorded (from its start, the profile's time, for its duration).
-python3 tests/workloads/cuda/patterns.py bursts "$TMP/b20.calls" --seconds 20 >/dev/null
-"$REPLAY" "$TMP/b20.calls" --log "$TMP/b20.log" >"$TMP/attach.own" &
-wl=$!
-KILL_PIDS+=("$wl")
-sleep 2.3
-if "$GPUBPF" record --overhead-budget $BUDGET -p "$wl" -d 10 -o "$TMP/attach.pb.gz" 2>"$TMP/attach.err"; then
+# attached NAME SECS AFTER DUR GPUBPF-RECORD...: the bursts pattern of SECS s replayed,
+# the command given attached AFTER s into it for DUR s; the estimates against what the
+# replay's log says it called while gpubpf recorded (from its start, the profile's time,
+# for its duration) into NAME.cmp, the comments into NAME.ci. 0: within bounds, 1: not,
+# 2: the recording failed.
+attached() {
+	local name=$1 secs=$2 after=$3 dur=$4 wl start d
+	shift 4
+	python3 tests/workloads/cuda/patterns.py bursts "$TMP/$name.calls" --seconds "$secs" >/dev/null
+	"$REPLAY" "$TMP/$name.calls" --log "$TMP/$name.log" >"$TMP/$name.own" &
+	wl=$!
+	KILL_PIDS+=("$wl")
+	sleep "$after"
+	"$@" -p "$wl" -d "$dur" -o "$TMP/$name.pb.gz" 2>"$TMP/$name.err" || return 2
 	wait "$wl"
-	start=$(pprof -raw "$TMP/attach.pb.gz" | sed -n 's/^Time: \(.*\) UTC$/\1/p')
+	start=$(pprof -raw "$TMP/$name.pb.gz" | sed -n 's/^Time: \(.*\) UTC$/\1/p')
 	start=$(date -d "$start" +%s.%N)
-	dur=$(pprof -raw "$TMP/attach.pb.gz" | sed -n 's/.*settings: .* duration=\([0-9.]*\)s.*/\1/p')
-	top "$TMP/attach.pb.gz" >"$TMP/attach.top"
-	pprof -raw "$TMP/attach.pb.gz" | grep '^Comment:' >"$TMP/attach.ci"
-	echo "== attach (-p for ${dur} s from $start)"
-	if python3 $CHECK "$TMP/attach.top" "$TMP/attach.own" --log "$TMP/b20.log" --start "$start" \
-		--duration "$dur" --ci "$TMP/attach.ci" >"$TMP/attach.cmp"; then
-		pass "estimates-attach"
-	else
-		fail "estimates-attach" "$(grep MISMATCH "$TMP/attach.cmp" | tr '\n' ';')"
-	fi
-	cat "$TMP/attach.cmp"
-	intervals "$TMP/attach.pb.gz"
-else
-	fail "estimates-attach" "$(tail -2 "$TMP/attach.err")"
-fi
+	d=$(pprof -raw "$TMP/$name.pb.gz" | sed -n 's/.*settings: .* duration=\([0-9.]*\)s.*/\1/p')
+	top "$TMP/$name.pb.gz" >"$TMP/$name.top"
+	pprof -raw "$TMP/$name.pb.gz" | grep '^Comment:' >"$TMP/$name.ci"
+	echo "== $name (-p for ${d} s from $start)"
+	intervals "$TMP/$name.pb.gz"
+	python3 $CHECK "$TMP/$name.top" "$TMP/$name.own" --log "$TMP/$name.log" --start "$start" --duration "$d" \
+		--ci "$TMP/$name.ci" >"$TMP/$name.cmp"
+}
+
+# Attached in the middle: 10 s of a 20 s run.
+attached attach 20 2.3 10 "$GPUBPF" record --overhead-budget $BUDGET
+st=$?
+case $st in
+0) pass "estimates-attach" ;;
+2) fail "estimates-attach" "$(tail -2 "$TMP/attach.err")" ;;
+*) fail "estimates-attach" "$(grep MISMATCH "$TMP/attach.cmp" | tr '\n' ';')" ;;
+esac
+cat "$TMP/attach.cmp" 2>/dev/null
 
 # A launch loop with real launch costs (a 4 us spin after each 40 ns failing call), a
 # fixed count: the probes (~4.5 us a hit here) take half the thread's time inside a
@@ -225,31 +234,16 @@ fi
 # is where the interval comes from). Attached for 3 s to the bursts replay, the default
 # budget (1%: at 5% every launch of it is seen), no GPUBPF_WINDOW_PERIOD: 8 periods of
 # 0.375 s, an interval, and the truth inside it.
-python3 tests/workloads/cuda/patterns.py bursts "$TMP/b8.calls" --seconds 8 >/dev/null
-"$REPLAY" "$TMP/b8.calls" --log "$TMP/b8.log" >"$TMP/short.own" &
-wl=$!
-KILL_PIDS+=("$wl")
-sleep 1.5
-if env -u GPUBPF_WINDOW_PERIOD "$GPUBPF" record -p "$wl" -d 3 -o "$TMP/short.pb.gz" \
-	2>"$TMP/short.err"; then
-	wait "$wl"
-	start=$(pprof -raw "$TMP/short.pb.gz" | sed -n 's/^Time: \(.*\) UTC$/\1/p')
-	start=$(date -d "$start" +%s.%N)
-	dur=$(pprof -raw "$TMP/short.pb.gz" | sed -n 's/.*settings: .* duration=\([0-9.]*\)s.*/\1/p')
-	top "$TMP/short.pb.gz" >"$TMP/short.top"
-	pprof -raw "$TMP/short.pb.gz" | grep '^Comment:' >"$TMP/short.ci"
-	echo "== -d 3 (periods of $(sed -n 's/.*one window a period (\([0-9.]*\) s).*/\1/p' "$TMP/short.ci") s)"
-	intervals "$TMP/short.pb.gz"
-	if ! grep -qE "cuda estimate: launches: [0-9,]+ calls, 95% CI .* of (8|9) periods" "$TMP/short.ci" ||
-		! grep -q "one window a period (0.375 s)" "$TMP/short.ci"; then
-		fail "estimates-short-recording" "no interval, or not 8 periods of 0.375 s: $(grep -E 'estimate: launches|a period' "$TMP/short.ci")"
-	elif python3 $CHECK "$TMP/short.top" "$TMP/short.own" --log "$TMP/b8.log" --start "$start" \
-		--duration "$dur" --ci "$TMP/short.ci" >"$TMP/short.cmp"; then
-		pass "estimates-short-recording"
-	else
-		fail "estimates-short-recording" "$(grep MISMATCH "$TMP/short.cmp" | tr '\n' ';')"
-	fi
-	cat "$TMP/short.cmp" 2>/dev/null
-else
+attached short 8 1.5 3 env -u GPUBPF_WINDOW_PERIOD "$GPUBPF" record
+st=$?
+if [ $st = 2 ]; then
 	fail "estimates-short-recording" "$(tail -2 "$TMP/short.err")"
+elif ! grep -qE "cuda estimate: launches: [0-9,]+ calls, 95% CI .* of (8|9) periods" "$TMP/short.ci" ||
+	! grep -q "one window a period (0.375 s)" "$TMP/short.ci"; then
+	fail "estimates-short-recording" "no interval, or not 8 periods of 0.375 s: $(grep -E 'estimate: launches|a period' "$TMP/short.ci")"
+elif [ $st = 0 ]; then
+	pass "estimates-short-recording"
+else
+	fail "estimates-short-recording" "$(grep MISMATCH "$TMP/short.cmp" | tr '\n' ';')"
 fi
+cat "$TMP/short.cmp" 2>/dev/null
