@@ -155,9 +155,9 @@ static void print_summary(struct engine *e, const char *gpu_summary)
 		/* the probes' windows, CPU sampling, and device time in windows at its measured
 		 * cost per launch, counted the same */
 		double dev = cupti__overhead(e->cupti, e->elapsed, NULL), lo, hi, mid;
-		struct est_delay js = windows__job_share(e->win);
+		struct est_delay js;
 
-		mid = windows__overhead(e->win, e->gcost, &e->gov, e->elapsed, &lo, &hi) + dev;
+		mid = windows__overhead(e->win, e->gcost, &e->gov, e->elapsed, &lo, &hi, &js) + dev;
 		lo += dev;
 		hi += dev;
 		if ((e->cs.objects || dev > 0) && js.hi < 1) {

@@ -80,7 +80,7 @@ double engine__overhead(struct engine *e)
 		return governor__overhead(&e->gov);
 	cuda__group_costs(e->cuda, cost);
 	windows__governor(e->win, &g);
-	return windows__overhead(e->win, cost, &g, engine__now() - e->start, NULL, NULL) +
+	return windows__overhead(e->win, cost, &g, engine__now() - e->start, NULL, NULL, NULL) +
 	       cupti__overhead(e->cupti, engine__now() - e->start, NULL);
 }
 

@@ -89,14 +89,12 @@ void windows__duty_text(const struct governor *gv, char *buf, size_t len);
 /* What gpubpf cost the busiest target thread over ELAPSED seconds, as measured (a
  * fraction): its probe hits and window switches, groups never windowed, CPU sampling.
  * LO, HI (may be NULL): the same with the traps at either end of their range
- * (est_traps_scale: 0.5-2.5 times their calibration until the kernel's ticks time them). */
+ * (est_traps_scale: 0.5-2.5 times their calibration until the kernel's ticks time them).
+ * JOB (may be NULL): the share of it that slows the job (mid, lo, hi), below 1 only where
+ * random stalls show a device's queue setting the thread's pace (estimate.h,
+ * est_response); 1 otherwise, and for W NULL. */
 double windows__overhead(struct windows *w, const uint64_t cost_ns[CG__COUNT], const struct governor *gv,
-			 double elapsed, double *lo, double *hi);
-
-/* The share of the busiest thread's cost that slows the job (mid, lo, hi): below 1 only
- * where random stalls show a device's queue setting its pace (estimate.h, est_response);
- * 1 otherwise, and for W NULL. */
-struct est_delay windows__job_share(struct windows *w);
+			 double elapsed, double *lo, double *hi, struct est_delay *job);
 
 /* The profile's comments on the windows (W; NULL: exact counts, for EXACT_WHY): per group
  * the calls seen, the estimate and its 95% confidence interval, and what gpubpf cost the

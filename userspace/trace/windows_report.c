@@ -190,19 +190,8 @@ static struct est_delay job_share(const struct windows_summary *sum)
 	return s.hi < 1 ? s : one;
 }
 
-struct est_delay windows__job_share(struct windows *w)
-{
-	struct windows_summary sum;
-	struct est_delay one = {1, 1, 1};
-
-	if (!w)
-		return one;
-	windows__summary(w, &sum);
-	return job_share(&sum);
-}
-
 double windows__overhead(struct windows *w, const uint64_t cost_ns[CG__COUNT], const struct governor *gv,
-			 double elapsed, double *lo, double *hi)
+			 double elapsed, double *lo, double *hi, struct est_delay *job)
 {
 	struct windows_summary sum;
 	double probes, always, total;
@@ -215,6 +204,8 @@ double windows__overhead(struct windows *w, const uint64_t cost_ns[CG__COUNT], c
 		*hi = total;
 	if (w)
 		traps_range(&sum, elapsed, total, lo, hi);
+	if (job)
+		*job = w ? job_share(&sum) : (struct est_delay){1, 1, 1};
 	return total;
 }
 
