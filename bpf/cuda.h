@@ -126,20 +126,20 @@ struct cuda_tstate {
 	 * within CUDA_SETTLE gaps or CUDA_SETTLE_X times the time lost of one that was not
 	 * (or of one over twice the mean): their means differ by the stall where it pushes,
 	 * by nothing where it is absorbed. */
-	__u64 nivcsw;	      /* its involuntary context switches at the last counted call */
-	__u64 gap_ns[2];      /* sums of the gaps */
-	__u64 gap_sq[2];      /* ... of their squares (ns^2: at most the window's length times
-			       * CUDA_GAP_MAX_NS) */
-	__u32 gap_n[2];	      /* ... and how many */
-	__u32 stalled;	      /* the last counted call was stalled */
-	__u64 stall_sum_ns;   /* the stalls' time (in cost_ns and backlog_ns) */
-	__u32 stalls;	      /* ... and how many */
-	__u32 settle;	      /* gaps left out yet after a disturbance (CUDA_SETTLE) */
-	__u64 settle_ns;      /* ... and until when (CUDA_SETTLE_X its length) */
+	__u64 nivcsw;	    /* its involuntary context switches at the last counted call */
+	__u64 gap_ns[2];    /* sums of the gaps */
+	__u64 gap_sq[2];    /* ... of their squares (ns^2: at most the window's length times
+			     * CUDA_GAP_MAX_NS) */
+	__u32 gap_n[2];	    /* ... and how many */
+	__u32 stalled;	    /* the last counted call was stalled */
+	__u64 stall_sum_ns; /* the stalls' time (in cost_ns and backlog_ns) */
+	__u32 stalls;	    /* ... and how many */
+	__u32 settle;	    /* gaps left out yet after a disturbance (CUDA_SETTLE) */
+	__u64 settle_ns;    /* ... and until when (CUDA_SETTLE_X its length) */
 };
 
-#define CUDA_STALL_EVERY 4		/* a power of two */
-#define CUDA_GAP_MAX_NS 1000000ull	/* 1 ms */
+#define CUDA_STALL_EVERY 4	   /* a power of two */
+#define CUDA_GAP_MAX_NS 1000000ull /* 1 ms */
 /* Gaps left out after a disturbance: a thread it put behind its device calls as fast as
  * it can until the device's queue is full again, and a stall then pushes its next call,
  * but the delay is made up in the end */
@@ -149,7 +149,7 @@ struct cuda_tstate {
  * time it lost (1 ms lost, 300 calls of 7 us against a 10 us device) */
 #define CUDA_SETTLE_X 4
 #define CUDA_SETTLE_MAX_NS 16000000ull /* 16 ms */
-#define CUDA_STALL_MAX_LOOPS 4096	/* bpf_ktime_get_ns reads a stall may take */
+#define CUDA_STALL_MAX_LOOPS 4096      /* bpf_ktime_get_ns reads a stall may take */
 
 /* Per thread and windowed group, since the recording began: what its hits cost while the
  * group's probes were in but no window was open (put in ahead of a window, not yet out

@@ -372,8 +372,8 @@ TEST(delay_response)
 	memset(&r, 0, sizeof(r));
 	first = queue_run(4e-6, 3e-6, 1e-6, 10e-6, 1024, 8000, 0, &r);
 	s = est_response_share(&r, false, &delta, &stall);
-	printf("# filling the queue for %d launches of 8000, then device-paced: %.3f (%.3f-%.3f)\n", first, s.mid,
-	       s.lo, s.hi);
+	printf("# filling the queue for %d launches of 8000, then device-paced: %.3f (%.3f-%.3f)\n", first, s.mid, s.lo,
+	       s.hi);
 	CHECK(first > 3000 && first < 4000 && s.lo < first / 8000.0 && first / 8000.0 < s.hi);
 	/* gaps 50 us apart give or take 50, 400 of them: a 0.5 us stall's effect is lost in
 	 * them, and the share stays near the old assumption (paced by itself), its range 0-1 */

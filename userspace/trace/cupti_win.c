@@ -264,8 +264,8 @@ static struct est_delay run_delay(struct cupti_tracer *c, const struct cpt_wtarg
 	gap = m->end > r.last ? (double)(m->end - r.last) / 1e9 : 0;
 	/* c is measured, at a quantile of a few hundred calls: a fifth of it is taken as
 	 * uncertain (its range 0.9-1.3 c) */
-	return est_delay_share(est_run_delay(r.n, r.run_n, 0, span, r.run_n * cost, 0.2 * r.run_n * cost, NULL,
-					     cost, gap > DEV_RUN_GAP_NS / 1e9),
+	return est_delay_share(est_run_delay(r.n, r.run_n, 0, span, r.run_n * cost, 0.2 * r.run_n * cost, NULL, cost,
+					     gap > DEV_RUN_GAP_NS / 1e9),
 			       windows__share(c->win, CG_LAUNCH));
 }
 

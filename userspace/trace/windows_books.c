@@ -138,8 +138,8 @@ void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busi
 				 r->id, cuda_group_names[g], tids[i], st[i].calls, st[i].run_calls,
 				 (double)(st[i].last_ns - st[i].run_start_ns) / 1e3, (double)st[i].backlog_ns / 1e3,
 				 (double)st[i].run_trap_ns / 1e3, scale.mid, scale.lo, scale.hi,
-				 (double)st[i].run_stime_ns / 1e6, (double)st[i].run_utime_ns / 1e6, share.mid, share.lo,
-				 share.hi, d.mid, d.lo, d.hi);
+				 (double)st[i].run_stime_ns / 1e6, (double)st[i].run_utime_ns / 1e6, share.mid,
+				 share.lo, share.hi, d.mid, d.lo, d.hi);
 		r->nthr++;
 		/* What the thread paid: its traps at what they cost in the job, as far as the
 		 * ticks have timed them (the governor plans from it, the summary says it; the

@@ -82,14 +82,14 @@ struct windows {
 	struct wrec *ring;
 	struct gstate gs[CG__COUNT];
 	struct est_group est[CG__COUNT];
-	struct hmap tcost;	/* (tid) -> ns the thread spent in probes and window switches */
-	struct hmap ttraps;	/* (tid) -> ns of its traps, at their calibrated cost */
-	struct hmap tclosed;	/* (tid, group, 0/1) -> its struct cuda_tclosed's cost_ns/traps_ns read;
-				 * (tid, CG__COUNT, 2) -> ns the thread paid so, in tcost too */
-	struct est_traps traps; /* the traps' cost timed in the job, pooled */
+	struct hmap tcost;		     /* (tid) -> ns the thread spent in probes and window switches */
+	struct hmap ttraps;		     /* (tid) -> ns of its traps, at their calibrated cost */
+	struct hmap tclosed;		     /* (tid, group, 0/1) -> its struct cuda_tclosed's cost_ns/traps_ns read;
+					      * (tid, CG__COUNT, 2) -> ns the thread paid so, in tcost too */
+	struct est_traps traps;		     /* the traps' cost timed in the job, pooled */
 	struct est_response resp[CG__COUNT]; /* whether the delay pushes calls out: lately ... */
 	struct est_response resp_all[CG__COUNT]; /* ... and over the recording */
-	bool stalls;			     /* ... asked of the job by stalls (cuda__set_stall) */
+	bool stalls;				 /* ... asked of the job by stalls (cuda__set_stall) */
 	uint64_t windows, cuts;
 	uint64_t late, moved; /* windows opened late (> LATE_S), moved past their slot */
 	double late_s;	      /* how late those opened, in all */
