@@ -17,6 +17,7 @@
 #include "agent_out.h"
 #include "agent_select.h"
 #include "engine.h"
+#include "envnum.h"
 #include "ingest.h"
 #include "log.h"
 #include "metrics.h"
@@ -473,10 +474,7 @@ static int renew(struct agent *a)
 
 static double report_period(void)
 {
-	const char *e = getenv("GPUBPF_AGENT_REPORT_S"); /* tests: a shorter "hour" */
-	double v = e ? atof(e) : 0;
-
-	return v >= 1 ? v : 3600;
+	return envnum__get("GPUBPF_AGENT_REPORT_S", 1, INFINITY, 3600); /* tests: a shorter "hour" */
 }
 
 static int renew_after_gone(void)
@@ -489,10 +487,7 @@ static int renew_after_gone(void)
 
 static double retry_max(void)
 {
-	const char *e = getenv("GPUBPF_RETRY_MAX"); /* tests: a shorter longest backoff */
-	double v = e ? atof(e) : 0;
-
-	return v >= 0.1 ? v : 300;
+	return envnum__get("GPUBPF_RETRY_MAX", 0.1, INFINITY, 300); /* tests: a shorter longest backoff */
 }
 
 int agent__main(int argc, char **argv)

@@ -160,14 +160,19 @@ static void print_summary(struct engine *e, const char *gpu_summary)
 		mid = windows__overhead(e->win, e->gcost, &e->gov, e->elapsed, &lo, &hi, &js) + dev;
 		lo += dev;
 		hi += dev;
-		if ((e->cs.objects || dev > 0) && js.hi < 1) {
-			/* the device set the pace: what the thread paid, only partly the job */
-			fprintf(stderr, ", overhead ~%.2g%% (%.2g-%.2g%%: a device set the pace; %.2g%% of the thread's time)",
-				100 * mid * js.mid, 100 * lo * js.lo, 100 * hi * js.hi, 100 * mid);
-		} else if (e->cs.objects || dev > 0) {
-			fprintf(stderr, ", overhead ~%.2g%%", 100 * mid);
-			if (hi - lo > 0.1 * mid)
-				fprintf(stderr, " (%.2g-%.2g%%: the traps' cost in the job)", 100 * lo, 100 * hi);
+		if (e->cs.objects || dev > 0) {
+			/* where the device set the pace, what the thread paid is only partly the job's */
+			if (js.hi < 1) {
+				fprintf(stderr,
+					", overhead ~%.2g%% (%.2g-%.2g%%: a device set the pace; %.2g%% of the "
+					"thread's time)",
+					100 * mid * js.mid, 100 * lo * js.lo, 100 * hi * js.hi, 100 * mid);
+			} else {
+				fprintf(stderr, ", overhead ~%.2g%%", 100 * mid);
+				if (hi - lo > 0.1 * mid)
+					fprintf(stderr, " (%.2g-%.2g%%: the traps' cost in the job)", 100 * lo,
+						100 * hi);
+			}
 		}
 	}
 	fputs(gpu_summary, stderr);

@@ -16,6 +16,7 @@
 #include "cuda.h"
 #include "cupti.h"
 #include "engine.h"
+#include "envnum.h"
 #include "governor.h"
 #include "kbtf.h"
 #include "log.h"
@@ -119,16 +120,9 @@ static void signal_ready(void)
  * periods in a few seconds. */
 static double window_period(double duration)
 {
-	const char *e = getenv("GPUBPF_WINDOW_PERIOD");
-	char *end;
-	double v;
+	double v = duration > 0 ? duration / WINDOW_PERIODS_MIN : 1.0;
 
-	if (!e || !*e) {
-		v = duration > 0 ? duration / WINDOW_PERIODS_MIN : 1.0;
-		return v < 0.1 ? 0.1 : v > 1 ? 1.0 : v;
-	}
-	v = strtod(e, &end);
-	return !*end && v >= 0.01 && v <= 1 ? v : 1.0;
+	return envnum__get("GPUBPF_WINDOW_PERIOD", 0.01, 1, v < 0.1 ? 0.1 : v > 1 ? 1.0 : v);
 }
 
 /* The stall that tells whether the probes' delay pushes a thread's calls out (estimate.h,
@@ -138,14 +132,7 @@ static double window_period(double duration)
  * sets it (0: none, and the delay is taken to push out all it can). */
 static double stall_secs(void)
 {
-	const char *e = getenv("GPUBPF_STALL_US");
-	char *end;
-	double v;
-
-	if (!e || !*e)
-		return 0.5e-6;
-	v = strtod(e, &end);
-	return !*end && v >= 0 && v <= 100 ? v / 1e6 : 0.5e-6;
+	return envnum__get("GPUBPF_STALL_US", 0, 100, 0.5) / 1e6;
 }
 
 static void setup_governor(struct governor *gv, const struct record_opts *o, struct cuda_tracer *cuda,
