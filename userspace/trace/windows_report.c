@@ -276,8 +276,7 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 			    "cuda cost: the job slowed by an estimated %.3g%% (%.3g-%.3g%%): a device's queue set the "
 			    "busiest thread's pace, and of a delay only %.2f (%.2f-%.2f) pushed its calls out (random "
 			    "stalls), the rest came out of its waits on the device; the budget is spent on the "
-			    "thread's "
-			    "time all the same",
+			    "thread's time all the same",
 			    100 * total * js.mid, 100 * lo * js.lo, 100 * hi * js.hi, js.mid, js.lo, js.hi);
 	}
 }
