@@ -172,7 +172,7 @@ struct dev_costs {
 /* The library's sampling settings, at the address status() passes; gpubpf writes the part
  * before `written` (process_vm_writev) while attached and reads the rest every tick. */
 #define DEV_CONFIG_MAGIC 0x67626366u /* "gbcf" */
-#define DEV_CONFIG_VERSION 2
+#define DEV_CONFIG_VERSION 3
 struct dev_config {
 	__u32 magic;
 	__u32 version;
@@ -183,13 +183,15 @@ struct dev_config {
 	__u32 seq;	 /* bumped by each write */
 	__u32 mode;	 /* DEV_MODE_* */
 	__u32 duty_ppm;	 /* DEV_MODE_WINDOWS: the planned duty, parts per million (0: none yet) */
+	__u32 every;	 /* DEV_MODE_WINDOWS: the windows' period is EVERY periods (0 or 1: one),
+			  * where a window's set-up and teardown cost more than a period affords */
 	/* the library's part */
 	__u32 written;	/* end of gpubpf's part */
 	__u32 win_next; /* the id of the next window */
 	struct dev_costs cost;
 	struct dev_win win[DEV_WIN_RING];
 };
-#define DEV_CONFIG_GPUBPF_PART 32 /* offsetof(struct dev_config, written) */
+#define DEV_CONFIG_GPUBPF_PART 36 /* offsetof(struct dev_config, written) */
 
 /* BPF -> userspace ring buffer events (rare: names and status changes). */
 enum dev_event_type {

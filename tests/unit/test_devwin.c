@@ -147,6 +147,46 @@ TEST(idle_job_measured_again_later)
 	CHECK_INT(cfg.cost.state, DEV_COST_MEASURING);
 }
 
+/* Activity goes on once, for the measurement's middle phase, then off for good: on a real
+ * driver a launch after activity was on costs more until CUPTI is finalized, so activity
+ * is never on and off in slices (the last "off" phase comes after a finalize). */
+TEST(measurement_turns_activity_on_once)
+{
+	int want = 0, guard = 0, ons = 0, offs = 0, was = 0;
+
+	reset(100);
+	want = step_now();
+	CHECK(!(want & INJ_ACT));
+	while (cfg.cost.state == DEV_COST_MEASURING && guard++ < 1000000) {
+		for (int i = 0; i < 20; i++)
+			launch(2000, 3000, want);
+		want = step_now();
+		if (cfg.cost.state == DEV_COST_MEASURING) {
+			ons += (want & INJ_ACT) && !was;
+			offs += !(want & INJ_ACT) && was;
+			was = want & INJ_ACT;
+		}
+	}
+	CHECK_INT(cfg.cost.state, DEV_COST_DONE);
+	CHECK_INT(ons, 1);
+	CHECK_INT(offs, 1);
+	CHECK(!(want & INJ_ACT));
+}
+
+/* A job that does not launch in the first phase: idle, and activity never went on. */
+TEST(idle_first_half_never_turns_activity_on)
+{
+	uint64_t wake, t = 1000000000ull;
+	int want;
+
+	reset(100);
+	want = inj_sched_step(&sc, &st, &cfg, t, &wake);
+	CHECK_INT(want, INJ_CB);
+	want = inj_sched_step(&sc, &st, &cfg, t + INJ_MEASURE_NS / 3, &wake);
+	CHECK_INT(cfg.cost.state, DEV_COST_IDLE);
+	CHECK_INT(want, 0);
+}
+
 /* 400 periods on a driven clock at a 5% duty of 100 ms: one window a period, 20 slots,
  * the slot drawn uniformly, launches followed only inside, each under its window's id. */
 TEST(one_window_a_period_at_random)
@@ -289,6 +329,95 @@ TEST(always_mode_follows_everything)
 	CHECK_INT(launch_win[0], 0);
 }
 
+/* gpubpf asks for one window in EVERY periods, and changes its mind (1, 4, 2, 8, 1, at
+ * moments of its own): each window's own period (EVERY periods, its K slots) starts where
+ * the last one's ended, so every instant stays in exactly one window's period, observed
+ * with probability 1/K (the estimate's weights), never in two, never in none. */
+TEST(every_changes_only_where_both_periods_begin)
+{
+	const uint64_t P = 100000000ull, t0 = 5 * P + 777;
+	static const uint32_t plan[] = {1, 4, 2, 8, 1, 3};
+	static uint64_t wo[2048], wc[2048];
+	uint64_t t = t0, wake, last_end = 0;
+	uint32_t seen = 0, gaps = 0, overlaps = 0, n = 0;
+
+	reset(100);
+	cfg.cost.state = DEV_COST_DONE;
+	cfg.duty_ppm = 50000;
+	for (int step = 0; t < t0 + 300 * P; step++) {
+		int want;
+
+		/* gpubpf's tick writes a new EVERY at times unrelated to the periods */
+		cfg.every = plan[(t - t0) / (37 * P + 12345) % 6];
+		want = inj_sched_step(&sc, &st, &cfg, t, &wake);
+		inj_sched_switched(&sc, &st, &cfg, want, t, t);
+		for (uint32_t id = seen + 1; id < cfg.win_next; id++) {
+			const struct dev_win *w = &cfg.win[id % DEV_WIN_RING];
+			uint64_t len, start;
+
+			if (w->id != id || !w->close)
+				break;
+			seen = id;
+			/* the window's own period: K slots of its length, where it lies */
+			len = (w->slot_close - w->slot_open) * w->k;
+			len = (len + P / 2) / P * P;
+			start = w->slot_open / len * len;
+			if (n < 2048) {
+				wo[n] = start;
+				wc[n] = start + len;
+				n++;
+			}
+		}
+		t = wake < t + 3 * P / 100 ? wake : t + 3 * P / 100;
+	}
+	CHECK(n > 40);
+	for (uint32_t i = 1; i < n; i++) {
+		last_end = wc[i - 1];
+		gaps += wo[i] > last_end;
+		overlaps += wo[i] < last_end;
+	}
+	printf("# %u windows, %u gaps, %u overlaps between their periods\n", n, gaps, overlaps);
+	CHECK_INT(gaps, 0);
+	CHECK_INT(overlaps, 0);
+	CHECK(sc.every == 1 || sc.every == 2 || sc.every == 4 || sc.every == 8);
+}
+
+/* CUPTI takes 10-20 ms to set up on an H100: the library sets it up that long ahead of a
+ * window's slot (the last window's switches), and follows nothing before the slot opens,
+ * so the window still covers its slot and nothing else. */
+TEST(set_up_ahead_of_the_slot)
+{
+	const uint64_t P = 1000000000ull;
+	uint64_t t = 40 * P + 5, wake, lead = 20000000ull;
+	const struct dev_win *w;
+	int want, ahead = 0;
+
+	reset(1000);
+	cfg.cost.state = DEV_COST_DONE;
+	cfg.cost.switch_ns = lead;
+	cfg.duty_ppm = 10000;
+	want = inj_sched_step(&sc, &st, &cfg, t, &wake);
+	w = &cfg.win[sc.cur - 1];
+	CHECK(w->slot_open > t);
+	while (t < w->slot_close + 1) {
+		want = inj_sched_step(&sc, &st, &cfg, t, &wake);
+		inj_sched_switched(&sc, &st, &cfg, want, t, t);
+		if (t < w->slot_open) {
+			CHECK_INT(st.win_id, 0);
+			if (want & INJ_ACT) {
+				ahead++;
+				CHECK(t + lead >= w->slot_open);
+			}
+		} else if (t < w->slot_close) {
+			CHECK_INT(st.win_id, w->id);
+		}
+		CHECK(wake > t || t >= w->slot_close);
+		t = wake > t ? wake : t + 1;
+	}
+	CHECK_INT(ahead, 1);
+	CHECK_INT(w->open, w->slot_open);
+}
+
 int main(int argc, char **argv)
 {
 	T_BEGIN(argv);
@@ -296,7 +425,11 @@ int main(int argc, char **argv)
 	RUN(trimmed_mean);
 	RUN(cost_measured_on_real_calls);
 	RUN(idle_job_measured_again_later);
+	RUN(measurement_turns_activity_on_once);
+	RUN(idle_first_half_never_turns_activity_on);
 	RUN(one_window_a_period_at_random);
+	RUN(every_changes_only_where_both_periods_begin);
+	RUN(set_up_ahead_of_the_slot);
 	RUN(late_window_stands_in_from_then);
 	RUN(lost_exit_across_a_switch_is_not_nesting);
 	RUN(names_wanted_keeps_callbacks_between_windows);

@@ -214,6 +214,36 @@ TEST(device_group_fixed_cost)
 	CHECK(NEAR(g.g[0].duty, (0.0095 / 2 - 100e-6) / 0.5, 1e-9));
 	CHECK(NEAR(g.g[1].duty, (0.0095 / 2 - 20e-6) / 0.4, 1e-9));
 	CHECK(NEAR(governor__overhead(&g), 0.01, 1e-9));
+	CHECK_INT(g.g[1].every, 1);
+	CHECK_INT(g.g[0].every, 1);
+}
+
+/* CUPTI set up and torn down for each window (15 ms on an H100): more than half the
+ * device group's share of a 1 s period, so its windows come once in EVERY periods (a
+ * power of two), and the budget holds; at most GOV_EVERY_MAX. */
+TEST(device_group_every)
+{
+	struct governor g = gov();
+	double share = 0.0095 / 2;
+
+	g.ngroups = 2;
+	g.window_cost = 100e-6;
+	governor__observe(&g, 0, 0.5, 0.5, 100000, 1);
+	g.g[1].name = "device time";
+	g.g[1].measured = true;
+	g.g[1].util = g.g[1].util_all = 0.4;
+	g.g[1].fixed = 15e-3;
+	governor__plan(&g);
+	/* 2 * 15 ms / (0.475% of 1 s) = 6.3: 8, the next power of two */
+	CHECK_INT(g.g[1].every, 8);
+	CHECK(2 * 15e-3 / (share * g.period) > 4);
+	CHECK(NEAR(g.g[1].duty, (share - 15e-3 / g.period / g.g[1].every) / 0.4, 1e-9));
+	CHECK(g.g[1].duty > 0.002);
+	CHECK(NEAR(governor__overhead(&g), 0.01, 1e-9));
+	/* a second of set-up: the most periods, and the floor */
+	g.g[1].fixed = 1;
+	governor__plan(&g);
+	CHECK_INT(g.g[1].every, GOV_EVERY_MAX);
 }
 
 int main(int argc, char **argv)
@@ -229,5 +259,6 @@ int main(int argc, char **argv)
 	RUN(observe_smoothing);
 	RUN(guard_and_saturation);
 	RUN(device_group_fixed_cost);
+	RUN(device_group_every);
 	return T_END();
 }

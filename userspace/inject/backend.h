@@ -3,6 +3,7 @@
 #ifndef GPUBPF_INJECT_BACKEND_H
 #define GPUBPF_INJECT_BACKEND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "inject.h"
@@ -13,11 +14,15 @@ struct inj_backend {
 	void (*detach)(void);
 	void (*flush)(void); /* deliver completed records now */
 	/* While attached: callbacks (INJ_CB) and activity (INJ_ACT) on or off, for device
-	 * time in windows (devwin.c). Attach turns both on. */
-	void (*set)(int want);
+	 * time in windows (devwin.c). Attach turns both on (in windows: callbacks only).
+	 * Returns false while the state is not yet WANT (CUPTI is being torn down after a
+	 * window, or could not be set up again): the watcher asks again soon. */
+	bool (*set)(int want);
 };
 
 extern const struct inj_backend inj_cupti_backend;
+/* What cuptiFinalize took the launching threads that ran it since the last look (ns). */
+extern uint64_t inj_finalize_ns;
 extern const struct inj_backend inj_synthetic_backend;
 extern struct inj_state inj;
 

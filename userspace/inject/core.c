@@ -183,7 +183,7 @@ static void attach_now(void)
 	/* in windows, nothing is followed before the first window opens */
 	inj.windowed = cfg->mode == DEV_MODE_WINDOWS;
 	inj.win_id = 0;
-	backend_on = INJ_CB | INJ_ACT;
+	backend_on = inj.windowed ? INJ_CB : INJ_CB | INJ_ACT;
 	st = backend->attach(&inj, why, sizeof(why));
 	set_state(st, why);
 }
@@ -196,13 +196,22 @@ static uint64_t schedule(uint64_t now)
 	int want = inj_sched_step(&sched, &inj, &gpubpf_inject_config, now, &wake);
 
 	if (want != backend_on && backend->set) {
-		backend->set(want);
-		if ((want ^ backend_on) & INJ_CB)
+		bool done = backend->set(want);
+
+		/* callbacks switched (or CUPTI is on its way down): a call in flight may never
+		 * see its exit callback */
+		if (((want ^ backend_on) & INJ_CB) || !done)
 			__atomic_add_fetch(&inj.cb_gen, 1, __ATOMIC_ACQ_REL);
-		backend_on = want;
+		if (done)
+			backend_on = want;
+		else if (wake > now + INJ_RETRY_NS)
+			wake = now + INJ_RETRY_NS; /* not there yet: again soon */
 		t1 = mono_ns();
 	}
-	inj_sched_switched(&sched, &inj, &gpubpf_inject_config, want, now, t1);
+	/* the windows follow what is on, not what is wanted */
+	/* ... and a finalize after the last window, in a launching thread, is the next one's */
+	t1 += __atomic_exchange_n(&inj_finalize_ns, 0, __ATOMIC_ACQ_REL);
+	inj_sched_switched(&sched, &inj, &gpubpf_inject_config, want == backend_on ? want : 0, now, t1);
 	if (inj.win_id && inj.win_id != announced) {
 		announced = inj.win_id;
 		fire_windows(announced, gpubpf_inject_config.win[announced % DEV_WIN_RING].k);
@@ -265,8 +274,10 @@ static void *watcher(void *arg)
 		uint64_t now = mono_ns(), next = now + (state == DEV_ST_IDLE ? 250 : 100) * 1000000ull;
 		struct timespec ts;
 
-		if (wake > now && wake < next)
-			next = wake;
+		/* a switch that is due (a window's end, after a set-up that outlasted its
+		 * slot) is made now, not a look later */
+		if (wake && wake < next)
+			next = wake > now ? wake : now;
 		ts.tv_sec = (time_t)(next / 1000000000ull);
 		ts.tv_nsec = (long)(next % 1000000000ull);
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)

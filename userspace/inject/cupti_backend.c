@@ -24,6 +24,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,9 @@
 /* Bounded buffers: at most POOL_N buffers are in CUPTI's hands; when all are, CUPTI drops
  * records (and counts them) rather than gpubpf growing the job's memory. */
 #define POOL_N 8
+/* ... and at most POOL_ALLOC_MAX ever allocated: a buffer CUPTI never gave back before a
+ * cuptiFinalize is not reused (CUPTI might still write it), and more can be made */
+#define POOL_ALLOC_MAX 16
 #define POOL_BUF_SIZE (512 * 1024)
 #define POOL_ALIGN 8
 
@@ -48,12 +52,22 @@ static void *cupti_handle;
 static CUpti_SubscriberHandle subscriber;
 static bool subscribed, activity_on;
 static bool job_cupti; /* the CUPTI is the one the job loaded itself */
+/* cuptiFinalize, run by the next API exit callback (CUPTI's advice: no API call of the
+ * job is then inside CUPTI): FIN_NONE, FIN_PENDING, FIN_RUNNING */
+enum { FIN_NONE, FIN_PENDING, FIN_RUNNING };
 static int finalize_pending;
+/* Device time in windows: activity was on since CUPTI was set up; a window's end then
+ * tears CUPTI down (cupti_set), after the window's records came in or DRAIN_NS passed. */
+static bool windows_mode, act_dirty;
+static uint64_t drain_until;
+static int64_t open_deficit; /* followed calls without their records when activity went on */
+uint64_t inj_finalize_ns;
+#define DRAIN_NS 50000000ull
 uint8_t inj_cb_class[3][CBID_MAX]; /* [domain][cbid]: enum inj_api_class */
 
 static struct {
 	pthread_mutex_t lock;
-	uint8_t *free[POOL_N];
+	uint8_t *free[POOL_ALLOC_MAX];
 	int nfree, nalloc;
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -191,7 +205,7 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
 	pthread_mutex_lock(&pool.lock);
 	if (pool.nfree > 0) {
 		b = pool.free[--pool.nfree];
-	} else if (pool.nalloc < POOL_N) {
+	} else if (pool.nalloc < POOL_ALLOC_MAX && pool.nalloc - pool.nfree < POOL_N) {
 		b = aligned_alloc(POOL_ALIGN, POOL_BUF_SIZE);
 		if (b)
 			pool.nalloc++;
@@ -202,13 +216,18 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
 	*max_records = 0;
 }
 
+/* A buffer back from CUPTI. Never freed, and taken once however often it comes back:
+ * around a cuptiFinalize (after each device-time window) CUPTI may hand back a buffer
+ * it returned at a forced flush, and a buffer freed twice would break the job's heap. */
 static void pool_put(uint8_t *b)
 {
 	pthread_mutex_lock(&pool.lock);
-	if (pool.nfree < POOL_N)
+	for (int i = 0; i < pool.nfree; i++)
+		if (pool.free[i] == b)
+			goto out;
+	if (pool.nfree < POOL_ALLOC_MAX)
 		pool.free[pool.nfree++] = b;
-	else
-		free(b);
+out:
 	pthread_mutex_unlock(&pool.lock);
 }
 
@@ -284,13 +303,18 @@ void CUPTIAPI inj_on_callback(void *userdata, CUpti_CallbackDomain dom, CUpti_Ca
 	if ((dom != CUPTI_CB_DOMAIN_RUNTIME_API && dom != CUPTI_CB_DOMAIN_DRIVER_API) || cbid >= CBID_MAX || !cb)
 		return;
 	if (__atomic_load_n(&finalize_pending, __ATOMIC_ACQUIRE)) {
-		int one = 1;
+		int one = FIN_PENDING;
 
 		if (cb->callbackSite == CUPTI_API_EXIT &&
-		    __atomic_compare_exchange_n(&finalize_pending, &one, 0, false, __ATOMIC_ACQ_REL,
+		    __atomic_compare_exchange_n(&finalize_pending, &one, FIN_RUNNING, false, __ATOMIC_ACQ_REL,
 						__ATOMIC_ACQUIRE)) {
-			subscribed = false;
+			uint64_t t0 = inj_mono_ns();
+
 			p_cuptiFinalize();
+			/* a launching thread's time: the next window's switches count it */
+			__atomic_add_fetch(&inj_finalize_ns, inj_mono_ns() - t0, __ATOMIC_RELAXED);
+			__atomic_store_n(&subscribed, false, __ATOMIC_RELEASE);
+			__atomic_store_n(&finalize_pending, FIN_NONE, __ATOMIC_RELEASE);
 		}
 		return;
 	}
@@ -493,8 +517,16 @@ static int cupti_attach(struct inj_state *s, char *why, size_t len)
 		return st;
 	inj_device_clock = cupti_clock;
 	/* A detach whose cuptiFinalize never ran (no API call since): the subscription is
-	 * still ours. */
-	__atomic_store_n(&finalize_pending, 0, __ATOMIC_RELEASE);
+	 * still ours. One that runs now ends within milliseconds. */
+	{
+		int one = FIN_PENDING;
+
+		__atomic_compare_exchange_n(&finalize_pending, &one, FIN_NONE, false, __ATOMIC_ACQ_REL,
+					    __ATOMIC_ACQUIRE);
+		while (__atomic_load_n(&finalize_pending, __ATOMIC_ACQUIRE) == FIN_RUNNING)
+			sched_yield();
+	}
+	windows_mode = s->windowed;
 	st = subscribe(why, len);
 	if (st)
 		return st;
@@ -503,7 +535,9 @@ static int cupti_attach(struct inj_state *s, char *why, size_t len)
 		snprintf(why, len, "cuptiActivityRegisterCallbacks: %s", result_str(r));
 		goto fail;
 	}
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+	/* In windows, activity waits for the first window (and for the cost measurement's
+	 * second half): once on, it costs every launch until cuptiFinalize (cupti_set). */
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]) && !windows_mode; i++) {
 		r = p_cuptiActivityEnable(kinds[i]);
 		if (r != CUPTI_SUCCESS) {
 			snprintf(why, len, "cuptiActivityEnable(%d): %s", (int)kinds[i], result_str(r));
@@ -511,7 +545,7 @@ static int cupti_attach(struct inj_state *s, char *why, size_t len)
 			goto fail;
 		}
 	}
-	activity_on = true;
+	activity_on = act_dirty = !windows_mode;
 	for (size_t d = 0; d < 2; d++) {
 		for (uint32_t cbid = 1; cbid < sizes[d] && cbid < CBID_MAX; cbid++) {
 			const char *name = NULL;
@@ -529,7 +563,8 @@ static int cupti_attach(struct inj_state *s, char *why, size_t len)
 		snprintf(why, len, "no launch or copy callback could be enabled");
 		goto fail;
 	}
-	snprintf(why, len, "attached: %d API callbacks, kernel/memcpy/memset activity", enabled);
+	snprintf(why, len, "attached: %d API callbacks, kernel/memcpy/memset activity%s", enabled,
+		 windows_mode ? " in windows" : "");
 	return DEV_ST_ATTACHED;
 fail:
 	activity_off();
@@ -553,7 +588,8 @@ static void cupti_detach(void)
 	if (p_cuptiFinalize && !(e && strcmp(e, "0") == 0)) {
 		/* Callbacks stay subscribed until the next API exit runs cuptiFinalize; they
 		 * follow nothing meanwhile. */
-		__atomic_store_n(&finalize_pending, 1, __ATOMIC_RELEASE);
+		if (__atomic_load_n(&subscribed, __ATOMIC_ACQUIRE))
+			__atomic_store_n(&finalize_pending, FIN_PENDING, __ATOMIC_RELEASE);
 		return;
 	}
 	unsubscribe();
@@ -579,25 +615,79 @@ static void set_callbacks(bool on)
 				p_cuptiEnableCallback(on, subscriber, doms[d], cbid);
 }
 
-static void cupti_set(int want)
+/* CUPTI set up again for a window, after the last one's cuptiFinalize. */
+static bool resubscribe(void)
+{
+	char why[160];
+
+	if (subscribe(why, sizeof(why)))
+		return false;
+	if (p_cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS) {
+		unsubscribe();
+		return false;
+	}
+	act_dirty = false;
+	return true;
+}
+
+/* Followed launches and copies without their records (less, where a graph launch's
+ * nodes came in). */
+static int64_t deficit(void)
+{
+	return (int64_t)(__atomic_load_n(&inj.ctr.launches_sampled, __ATOMIC_RELAXED) +
+			 __atomic_load_n(&inj.ctr.copies_sampled, __ATOMIC_RELAXED) -
+			 __atomic_load_n(&inj.kept, __ATOMIC_RELAXED));
+}
+
+/* Measured on an H100 (tests/workloads/cuda/cupti_cost, docs/DESIGN.md): once kernel
+ * activity has been on, the driver calls into CUPTI on every launch until cuptiFinalize,
+ * activity off, callbacks off and unsubscribed alike: 1.2-1.5 us more on a 4.5 us
+ * launch, for seconds and more. So in windows, a window's end tears CUPTI down (once the
+ * window's records are in, or DRAIN_NS passed), and the next window sets it up again
+ * (12-16 ms, counted as the window's switches). */
+static bool cupti_set(int want)
 {
 	bool act = want & INJ_ACT, cb = want & INJ_CB;
 
-	if (!subscribed || __atomic_load_n(&finalize_pending, __ATOMIC_ACQUIRE))
-		return;
+	if (__atomic_load_n(&finalize_pending, __ATOMIC_ACQUIRE))
+		return !want;
+	if (!__atomic_load_n(&subscribed, __ATOMIC_ACQUIRE)) {
+		if (!want)
+			return true;
+		if (!resubscribe())
+			return false;
+	}
 	if (act && !activity_on) {
 		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 			p_cuptiActivityEnable(kinds[i]);
-		activity_on = true;
+		activity_on = act_dirty = true;
+		open_deficit = deficit();
 	}
-	set_callbacks(cb);
 	if (!act && activity_on) {
 		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 			p_cuptiActivityDisable(kinds[i]);
 		activity_on = false;
 		/* the window's records on their way now, not at the next look */
-		p_cuptiActivityFlushAll(0);
+		p_cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		drain_until = inj_mono_ns() + DRAIN_NS;
 	}
+	/* CUPTI down where nothing is wanted, too: subscribed with nothing on, a launch
+	 * still costs 0.15-0.3 us more (cupti_cost's "subscribed") */
+	if (windows_mode && ((!act && act_dirty) || !want)) {
+		/* the kernels launched in the window finish and their records come in */
+		if (act_dirty && deficit() > open_deficit && inj_mono_ns() < drain_until) {
+			set_callbacks(false);
+			p_cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+			return false;
+		}
+		p_cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		/* the next API exit finalizes: its callback must be on */
+		set_callbacks(true);
+		__atomic_store_n(&finalize_pending, FIN_PENDING, __ATOMIC_RELEASE);
+		return !want;
+	}
+	set_callbacks(cb);
+	return true;
 }
 
 const struct inj_backend inj_cupti_backend = {

@@ -7,10 +7,10 @@
  * Why here and not from gpubpf: a window of a few milliseconds must open on time, and
  * only a thread of the job can call CUPTI. The watcher sleeps until the next switch.
  *
- * The measurement: with callbacks on, activity is turned on and off every INJ_SLICE_NS
+ * The measurement: with callbacks on, activity is off, on, and off again (measure_step)
  * while the launching threads time their launch calls, outermost API enter to exit, in
- * the callbacks (records.c). The mean of each half is the call's cost
- * with and without activity, over the faster half of each (on a real GPU a launch blocks
+ * the callbacks (records.c). The mean of each half (on; the two offs) is the call's
+ * cost with and without activity, over the faster half of each (on a real GPU a launch blocks
  * while the device's queue is full, and a thread is preempted mid-call: neither says
  * anything of CUPTI's cost, which is the fast path's); their difference is what activity
  * adds to a launch. The
@@ -73,18 +73,24 @@ static void measure_end(struct inj_sched *sc, struct inj_state *s, volatile stru
 	uint32_t n0 = __atomic_load_n(&t->n[0], __ATOMIC_ACQUIRE), n1 = __atomic_load_n(&t->n[1], __ATOMIC_ACQUIRE);
 	uint64_t cb = __atomic_load_n(&t->cb_ns, __ATOMIC_RELAXED),
 		 calls = __atomic_load_n(&t->cb_calls, __ATOMIC_RELAXED);
+	uint32_t off1 = t->phase > 0 ? t->off1 : n0;
 
 	__atomic_store_n(&t->on, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&t->activity, false, __ATOMIC_RELEASE);
 	n0 = n0 < INJ_TIMED_MAX ? n0 : INJ_TIMED_MAX;
 	n1 = n1 < INJ_TIMED_MAX ? n1 : INJ_TIMED_MAX;
+	off1 = off1 < n0 ? off1 : n0;
 	cfg->cost.calls = n0 + n1;
 	cfg->cost.done = now;
-	if (n0 < INJ_MEASURE_MIN || n1 < INJ_MEASURE_MIN) {
+	if (off1 < INJ_MEASURE_MIN || n1 < INJ_MEASURE_MIN) {
 		cfg->cost.state = DEV_COST_IDLE;
 		sc->retry_at = now + INJ_REMEASURE_NS;
 		return;
 	}
-	cfg->cost.off_ns = inj_tmean(t->ns[0], n0);
+	/* the launch without activity before and after it: a job's drift cancels */
+	cfg->cost.off_ns = inj_tmean(t->ns[0], off1);
+	if (n0 - off1 >= INJ_MEASURE_MIN)
+		cfg->cost.off_ns = (cfg->cost.off_ns + inj_tmean(t->ns[0] + off1, n0 - off1)) / 2;
 	cfg->cost.on_ns = inj_tmean(t->ns[1], n1);
 	cfg->cost.callback_ns = calls ? cb / calls : 0;
 	__atomic_store_n(&cfg->cost.state, DEV_COST_DONE, __ATOMIC_RELEASE);
@@ -97,6 +103,9 @@ static void measure_start(struct inj_state *s, volatile struct dev_config *cfg, 
 	t->n[0] = t->n[1] = 0;
 	t->cb_ns = t->cb_calls = 0;
 	t->activity = false;
+	t->phase = 0;
+	t->off1 = 0;
+	t->phase_at = now;
 	cfg->cost.started = now;
 	cfg->cost.done = 0;
 	cfg->cost.calls = 0;
@@ -104,26 +113,47 @@ static void measure_start(struct inj_state *s, volatile struct dev_config *cfg, 
 	__atomic_store_n(&t->on, true, __ATOMIC_RELEASE);
 }
 
-/* The measurement's step: callbacks on, activity on in every other slice. */
+static void next_phase(struct inj_timing *t, uint64_t now)
+{
+	t->phase++;
+	t->phase_at = now;
+	__atomic_store_n(&t->activity, t->phase == 1, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&t->gen, 1, __ATOMIC_ACQ_REL);
+}
+
+/* The measurement's step: callbacks on; activity off, then on, then off again (each
+ * phase a third of INJ_MEASURE_NS at most; the "off" ones half of INJ_MEASURE_CALLS
+ * calls each, the "on" one all of it). Not on and off in slices: once activity has been
+ * on, a launch costs more until CUPTI is finalized (cupti_set), so the last phase comes
+ * after a finalize, and an "off" right after an "on" would not be the launch without
+ * device time. A first phase with too few calls ends it (DEV_COST_IDLE) before activity
+ * was ever on. */
 static int measure_step(struct inj_sched *sc, struct inj_state *s, volatile struct dev_config *cfg, uint64_t now,
 			uint64_t *wake)
 {
 	struct inj_timing *t = &s->timing;
-	uint64_t since = now - cfg->cost.started;
-	bool act = (since / INJ_SLICE_NS) % 2 == 1;
+	uint32_t n0 = __atomic_load_n(&t->n[0], __ATOMIC_RELAXED), n1 = __atomic_load_n(&t->n[1], __ATOMIC_RELAXED);
+	bool over = now - t->phase_at >= INJ_MEASURE_NS / 3;
 
-	if (since >= INJ_MEASURE_NS || (__atomic_load_n(&t->n[0], __ATOMIC_RELAXED) >= INJ_MEASURE_CALLS &&
-					__atomic_load_n(&t->n[1], __ATOMIC_RELAXED) >= INJ_MEASURE_CALLS)) {
-		measure_end(sc, s, cfg, now);
-		*wake = now;
-		return 0;
+	if (t->phase == 0 && (over || n0 >= INJ_MEASURE_CALLS / 2)) {
+		t->off1 = n0;
+		if (n0 < INJ_MEASURE_MIN)
+			goto end;
+		next_phase(t, now);
+	} else if (t->phase == 1 && (over || n1 >= INJ_MEASURE_CALLS)) {
+		if (n1 < INJ_MEASURE_MIN)
+			goto end;
+		next_phase(t, now);
+	} else if (t->phase == 2 && (over || n0 - t->off1 >= INJ_MEASURE_CALLS / 2)) {
+		goto end;
 	}
-	if (act != t->activity) {
-		__atomic_store_n(&t->activity, act, __ATOMIC_RELEASE);
-		__atomic_add_fetch(&t->gen, 1, __ATOMIC_ACQ_REL);
-	}
-	*wake = cfg->cost.started + (since / INJ_SLICE_NS + 1) * INJ_SLICE_NS;
-	return INJ_CB | (act ? INJ_ACT : 0);
+	/* a look every INJ_SLICE_NS for the calls' count */
+	*wake = now + INJ_SLICE_NS;
+	return INJ_CB | (t->phase == 1 ? INJ_ACT : 0);
+end:
+	measure_end(sc, s, cfg, now);
+	*wake = now;
+	return 0;
 }
 
 /* Plan the window of period P: K slots, one drawn. */
@@ -149,14 +179,42 @@ static volatile struct dev_win *plan(struct inj_sched *sc, volatile struct dev_c
 	return w;
 }
 
+/* gpubpf's EVERY as a power of two, at most 64 */
+static uint32_t every_of(volatile struct dev_config *cfg)
+{
+	uint32_t e = 1;
+
+	while (e < cfg->every && e < 64)
+		e *= 2;
+	return e;
+}
+
 int inj_sched_step(struct inj_sched *sc, struct inj_state *s, volatile struct dev_config *cfg, uint64_t now,
 		   uint64_t *wake)
 {
-	uint64_t period = (uint64_t)cfg->period_ms * 1000000ull, p;
+	uint64_t unit = (uint64_t)cfg->period_ms * 1000000ull, period, p;
 	volatile struct dev_win *w;
 	int idle;
 
 	*wake = now + 100000000ull;
+	/* one window in EVERY of gpubpf's periods, where its set-up costs that much */
+	if (!sc->every)
+		sc->every = 1;
+	if (unit && every_of(cfg) != sc->every) {
+		uint32_t next = every_of(cfg);
+
+		if (next != sc->every_next) {
+			uint64_t big = unit * (next > sc->every ? next : sc->every);
+
+			sc->every_next = next;
+			sc->every_at = (now / big + 1) * big;
+		}
+		if (now >= sc->every_at) {
+			sc->every = next;
+			sc->period = UINT64_MAX; /* planned anew in the new periods */
+		}
+	}
+	period = unit * sc->every;
 	if (cfg->mode != DEV_MODE_WINDOWS || !period) {
 		s->windowed = false;
 		__atomic_store_n(&s->win_id, 0, __ATOMIC_RELEASE);
@@ -189,9 +247,18 @@ int inj_sched_step(struct inj_sched *sc, struct inj_state *s, volatile struct de
 		w = plan(sc, cfg, p, period, now);
 	}
 	if (!w->open) {
+		/* CUPTI is set up ahead of the slot by what the last window's switches took
+		 * (10-20 ms on an H100: cupti_set), so that the window follows its whole slot;
+		 * nothing is followed before it opens */
+		uint64_t lead = cfg->cost.switch_ns < INJ_LEAD_MAX_NS ? cfg->cost.switch_ns : INJ_LEAD_MAX_NS;
+
+		if (now + lead < w->slot_open) {
+			*wake = w->slot_open - lead;
+			return idle;
+		}
 		if (now < w->slot_open) {
 			*wake = w->slot_open;
-			return idle;
+			return INJ_CB | INJ_ACT;
 		}
 		/* Opens now; activity goes on first, and launches are followed under its id once
 		 * it is (inj_sched_switched). A watcher that slept through the whole slot (a

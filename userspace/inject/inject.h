@@ -49,11 +49,13 @@ struct inj_ops {
 
 #define INJ_SAMPLED_SLOTS 65536 /* outstanding sampled correlation ids remembered */
 #define INJ_NAMES_MAX 16384
+#define INJ_NAME_MAX 4096 /* a kernel name's bytes kept (longer ones are cut) */
 #define INJ_API_SLOTS 2048    /* (domain & 1) << 10 | cbid & 1023: announced API names */
 #define INJ_HANDLE_SLOTS 8192 /* launch handles whose kernel name was announced */
 
 struct inj_name {
-	const char *ptr;
+	char *copy; /* its text: a CUPTI finalized after a window frees its strings */
+	uint64_t hash;
 	uint32_t id;
 	uint32_t epoch; /* announced in this attach generation */
 };
@@ -65,6 +67,9 @@ struct inj_name {
 struct inj_timing {
 	bool on;		       /* measuring */
 	bool activity;		       /* activity is on now (the half a call falls in) */
+	uint8_t phase;		       /* 0: off, before; 1: on; 2: off again, after a finalize */
+	uint32_t off1;		       /* calls of n[0] kept in phase 0 */
+	uint64_t phase_at;	       /* when the phase began */
 	uint32_t gen;		       /* bumped at each switch: a call that spans one is not kept */
 	uint32_t n[2];		       /* calls kept, [activity off, on] */
 	uint32_t ns[2][INJ_TIMED_MAX]; /* their durations */
@@ -91,6 +96,7 @@ struct inj_state {
 	uint64_t handle_key[INJ_HANDLE_SLOTS];
 	uint32_t handle_epoch[INJ_HANDLE_SLOTS];
 	struct dev_counters ctr; /* updated with atomics */
+	uint64_t kept;		 /* records kept (of followed calls), with atomics */
 	/* Under lock: batch and names (buffer callbacks may come from two threads). */
 	pthread_mutex_t lock;
 	struct dev_batch *batch;
@@ -128,12 +134,14 @@ void inj_count_lost(struct inj_state *s, uint64_t n);
 #define INJ_CB 1
 #define INJ_ACT 2
 
-#define INJ_SLICE_NS 4000000ull		/* the cost measurement turns activity on and off this often */
-#define INJ_MEASURE_NS 300000000ull	/* ... for at most this long */
-#define INJ_MEASURE_CALLS 256		/* ... or until each half has this many calls */
-#define INJ_MEASURE_MIN 16		/* fewer in a half: too few to say (DEV_COST_IDLE) */
-#define INJ_REMEASURE_NS 10000000000ull /* an idle measurement is tried again after this */
+#define INJ_SLICE_NS 4000000ull	       /* the cost measurement counts its calls this often */
+#define INJ_MEASURE_NS 300000000ull    /* ... for at most this long, a third in each phase */
+#define INJ_MEASURE_CALLS 256	       /* ... or until each half (on, off) has this many calls */
+#define INJ_MEASURE_MIN 16	       /* fewer in a half: too few to say (DEV_COST_IDLE) */
+#define INJ_REMEASURE_NS 2000000000ull /* an idle measurement is tried again after this */
 #define INJ_MIN_SLOT_NS 2000000ull	/* the shortest window worth opening */
+#define INJ_RETRY_NS 1000000ull		/* a switch not yet done is tried again after this */
+#define INJ_LEAD_MAX_NS 100000000ull	/* CUPTI set up at most this long ahead of a window */
 
 /* The schedule of windows: its state lives in CFG (the config gpubpf reads) and S. */
 struct inj_sched {
@@ -141,6 +149,11 @@ struct inj_sched {
 	uint32_t cur;	   /* ring index + 1 of the window planned or open, 0 none */
 	uint64_t rng;	   /* xorshift state for the slots */
 	uint64_t retry_at; /* DEV_COST_IDLE: measure again from here */
+	/* the windows' period in gpubpf's (struct dev_config every), and a new one gpubpf
+	 * asked for, taken at EVERY_AT: a boundary of both, so no instant is in two windows'
+	 * periods or in none (every is a power of two) */
+	uint32_t every, every_next;
+	uint64_t every_at;
 };
 
 /* The watcher's step at NOW (CLOCK_MONOTONIC ns): the state activity and callbacks should

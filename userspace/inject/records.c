@@ -104,6 +104,10 @@ void inj_state_fini(struct inj_state *s)
 		return;
 	free(s->batch);
 	s->batch = NULL;
+	for (size_t i = 0; i < INJ_NAMES_MAX; i++) {
+		free(s->names[i].copy);
+		s->names[i].copy = NULL;
+	}
 	pthread_mutex_destroy(&s->lock);
 }
 
@@ -298,34 +302,52 @@ void inj_api_exit(struct inj_state *s)
 	time_callback(s, t0);
 }
 
-/* Under lock. A kernel name's id, announcing it once per attach generation. Keyed by
- * CUPTI's pointer: CUPTI shares one string among every record of a kernel. */
+/* Under lock. A kernel name's id, announcing it once per attach generation. Keyed by its
+ * text: CUPTI shares one string among every record of a kernel, but frees it when it is
+ * finalized after a window (cupti_backend.c), and the next CUPTI's string for the same
+ * kernel is another pointer (or a freed one is reused for another kernel). */
+static uint64_t name_hash(const char *name, size_t *len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	size_t n = 0;
+
+	for (; name[n] && n < INJ_NAME_MAX; n++)
+		h = (h ^ (uint8_t)name[n]) * 0x100000001b3ull;
+	*len = n;
+	return h;
+}
+
 static uint32_t name_id(struct inj_state *s, const char *name)
 {
-	uint64_t h = (uint64_t)(uintptr_t)name * 0x9e3779b97f4a7c15ull;
 	uint32_t epoch = __atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE);
+	uint64_t h;
+	size_t len;
 
 	if (!name)
 		return 0;
+	h = name_hash(name, &len);
 	for (uint32_t i = 0, slot = (uint32_t)(h >> 40) % INJ_NAMES_MAX; i < INJ_NAMES_MAX;
 	     i++, slot = (slot + 1) % INJ_NAMES_MAX) {
 		struct inj_name *e = &s->names[slot];
 
-		if (e->ptr == name) {
+		if (e->copy && e->hash == h && strncmp(e->copy, name, len) == 0 && !e->copy[len]) {
 			if (e->epoch != epoch) {
 				e->epoch = epoch;
-				s->ops.name(e->id, name);
+				s->ops.name(e->id, e->copy);
 			}
 			return e->id;
 		}
-		if (!e->ptr) {
+		if (!e->copy) {
 			/* Keep the last eighth free so lookups of absent names stay short. */
 			if (s->next_name >= INJ_NAMES_MAX - INJ_NAMES_MAX / 8)
 				return 0;
-			e->ptr = name;
+			e->copy = strndup(name, len);
+			if (!e->copy)
+				return 0;
+			e->hash = h;
 			e->id = s->next_name++;
 			e->epoch = epoch;
-			s->ops.name(e->id, name);
+			s->ops.name(e->id, e->copy);
 			return e->id;
 		}
 	}
@@ -359,6 +381,7 @@ int inj_add_activity(struct inj_state *s, const struct inj_activity *a)
 		__atomic_add_fetch(&s->ctr.dropped_unsampled, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
+	__atomic_add_fetch(&s->kept, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&s->lock);
 	if (s->batch->count >= DEV_BATCH_MAX)
 		flush_locked(s);

@@ -26,10 +26,10 @@ static uint64_t synth_clock(void)
 
 static int synth_attach(struct inj_state *s, char *why, size_t len)
 {
-	(void)s;
 	inj_device_clock = synth_clock;
 	synthetic_on = true;
-	__atomic_store_n(&synth_on, INJ_CB | INJ_ACT, __ATOMIC_RELEASE);
+	/* as CUPTI's: in windows, activity waits for the first window */
+	__atomic_store_n(&synth_on, s->windowed ? INJ_CB : INJ_CB | INJ_ACT, __ATOMIC_RELEASE);
 	snprintf(why, len, "attached: synthetic records (test producer, no CUPTI)");
 	return DEV_ST_SYNTHETIC;
 }
@@ -56,9 +56,10 @@ static void synth_flush(void)
 	inj_flush(&inj);
 }
 
-static void synth_set(int want)
+static bool synth_set(int want)
 {
 	__atomic_store_n(&synth_on, want, __ATOMIC_RELEASE);
+	return true;
 }
 
 const struct inj_backend inj_synthetic_backend = {

@@ -34,7 +34,7 @@ struct cpt_win {
 struct cpt_wtarget {
 	uint32_t tgid;
 	uint64_t addr; /* its struct dev_config; 0: gone */
-	uint32_t duty_ppm, written_ppm, written_names;
+	uint32_t duty_ppm, written_ppm, written_names, written_every;
 	uint64_t followed; /* launches and copies followed in its closed windows */
 	struct dev_costs cost;
 	struct cpt_win win[DEV_WIN_RING];
@@ -64,6 +64,7 @@ struct cupti_tracer {
 	/* device time in windows (cupti_win.c); win NULL: followed all the time */
 	struct windows *win;
 	double period, duty;
+	uint32_t every;	      /* the windows' period in periods (the governor's) */
 	uint64_t p0;	      /* the first period of the recording (CLOCK_MONOTONIC / period) */
 	struct est_group est; /* per period: kernels, kernel ns, copy ns */
 	uint64_t windows, followed, switch_ns, open_ns;

@@ -89,6 +89,7 @@ static int write_part(struct cupti_tracer *c, struct cpt_wtarget *t)
 	cur.period_ms = c->win ? (uint32_t)lround(c->period * 1000) : 1000;
 	cur.mode = c->win ? DEV_MODE_WINDOWS : DEV_MODE_ALWAYS;
 	cur.duty_ppm = t->duty_ppm;
+	cur.every = c->every;
 	cur.seq++;
 	if (process_vm_writev((pid_t)t->tgid, &l, 1, &r, 1, 0) != DEV_CONFIG_GPUBPF_PART) {
 		pr_debug("pid %u: cannot set the injection library's sampling: %s", t->tgid, strerror(errno));
@@ -96,6 +97,7 @@ static int write_part(struct cupti_tracer *c, struct cpt_wtarget *t)
 	}
 	t->written_ppm = t->duty_ppm;
 	t->written_names = c->names_wanted;
+	t->written_every = c->every;
 	return 0;
 }
 
@@ -158,19 +160,22 @@ static void read_target(struct cupti_tracer *c, struct cpt_wtarget *t)
 		if (!w->id || w->id % DEV_WIN_RING != (uint32_t)i || !w->k || (m->id == w->id && m->closed))
 			continue;
 		m->id = w->id;
-		m->period = w->period;
+		/* the period (gpubpf's) the window opened in: a window's own period is EVERY of them */
+		m->period = period_ns ? w->slot_open / period_ns : 0;
 		m->weight = win_weight(w);
 		m->closed = w->close != 0;
 		m->end = w->close ? w->close : w->slot_close;
 		if (!m->closed)
 			continue;
 		/* closed: planned into its period's estimates, and into the books */
-		p = period_ns ? w->slot_open / period_ns : 0;
+		p = m->period;
 		if (p >= c->p0 && !c->s->opts->daemon) {
 			struct est_period *ep = est_group_period(&c->est, p - c->p0);
+			/* the window's own period: K slots of its length (EVERY periods) */
+			double len = (double)(w->slot_close - w->slot_open) * w->k / 1e9;
 
 			if (ep)
-				est_period_plan(ep, c->period, m->weight);
+				est_period_plan(ep, len > c->period ? len : c->period, m->weight);
 		}
 		c->windows++;
 		c->followed += w->launches;
@@ -213,6 +218,7 @@ void cpt_win_tick(struct cupti_tracer *c)
 	if (measured && !ppm)
 		ppm = 1;
 	c->duty = ppm / 1e6;
+	c->every = g.ngroups > CG__COUNT && g.g[CG__COUNT].every > 1 ? (uint32_t)g.g[CG__COUNT].every : 1;
 	/* From attach until a tick drains no launch whose handle had no name, the libraries'
 	 * callbacks stay on between windows (activity off, nothing followed), so that every
 	 * handle the job launches is named as it is first launched, as when they were on all
@@ -238,7 +244,8 @@ void cpt_win_tick(struct cupti_tracer *c)
 			continue;
 		/* each library plans its windows at its own measured cost's duty, once known */
 		t->duty_ppm = t->cost.state == DEV_COST_DONE || t->cost.state == DEV_COST_IDLE ? (ppm ? ppm : 1) : 0;
-		if (t->addr && (t->duty_ppm != t->written_ppm || c->names_wanted != t->written_names))
+		if (t->addr && (t->duty_ppm != t->written_ppm || c->names_wanted != t->written_names ||
+				c->every != t->written_every))
 			write_part(c, t);
 	}
 }
@@ -349,7 +356,7 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 {
 	struct est_total k, t;
 	double parts[4], total, act = 0, cb = 0, base = 0;
-	char e[32], lo[32], hi[32], seen[32];
+	char e[32], lo[32], hi[32], seen[32], every[128] = "";
 	int n = 0;
 
 	if (!c->win)
@@ -368,6 +375,9 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 		n++;
 	}
 	total = cupti__overhead(c, elapsed, parts);
+	if (c->every > 1)
+		snprintf(every, sizeof(every), " (one window in %u periods of %.3g s: a window's set-up costs that much)",
+			 c->every, c->period);
 	if (!n) {
 		profile__add_comment(c->s->prof,
 				     "gpu cost: device time in windows: the cost per launch was not measured (the "
@@ -376,17 +386,20 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 	} else {
 		profile__add_comment(
 		    c->s->prof,
-		    "gpu cost: device time in windows of %.3g%% of each %.3g s period, sized for a thread that does "
+		    "gpu cost: device time in windows of %.3g%% of each %.3g s period%s, sized for a thread that does "
 		    "nothing but launch: a launch costs %.2f us more with it (CUPTI's activity and the launch probe "
 		    "%.2f us, measured in the job by timing launch calls followed with activity on against calls with "
 		    "it off, callbacks %.2f us timed in them) against %.2f us without; estimated overhead %.3g%% "
 		    "(%" PRIu64 " launches followed in %" PRIu64
-		    " windows %.3g%%, their switches %.3g%%, the measurement %.3g%%, callbacks kept on between "
+		    " windows %.3g%%, their switches %.3g%% (CUPTI set up and torn down, %.3g ms a window), the "
+		    "measurement %.3g%%, callbacks kept on between "
 		    "windows in %" PRIu64 " ticks to name new launch handles %.3g%% (the library's time in them; "
 		    "CUPTI's dispatch to them not known), all launching threads together)",
-		    100 * c->duty, c->period, (act + cb) / n / 1e3, act / n / 1e3, cb / n / 1e3, (base - cb) / n / 1e3,
-		    100 * total, c->followed, c->windows, 100 * parts[0], 100 * parts[1], 100 * parts[2],
-		    c->naming_ticks, 100 * parts[3]);
+		    100 * c->duty, c->period * c->every,
+		    every, (act + cb) / n / 1e3,
+		    act / n / 1e3, cb / n / 1e3, (base - cb) / n / 1e3, 100 * total, c->followed, c->windows,
+		    100 * parts[0], 100 * parts[1], c->windows ? (double)c->switch_ns / c->windows / 1e6 : 0,
+		    100 * parts[2], c->naming_ticks, 100 * parts[3]);
 	}
 	est_group_total(&c->est, 0, &k);
 	est_group_total(&c->est, 1, &t);
@@ -424,6 +437,7 @@ void cupti__set_windows(struct cupti_tracer *c, struct windows *w, double period
 {
 	c->win = w;
 	c->period = period > 0 ? period : 1;
+	c->every = 1;
 	c->p0 = mono_ns() / (uint64_t)llround(c->period * 1e9);
 	c->names_wanted = 1;
 	/* every call in a window is followed */

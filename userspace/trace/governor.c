@@ -19,7 +19,25 @@ static double fixed_cost(const struct governor *gv, const struct gov_group *g)
 {
 	if (!(gv->period > 0))
 		return 0;
-	return ((g->fixed > 0 ? g->fixed : governor__window_cost(gv)) + g->closed) / gv->period;
+	return ((g->fixed > 0 ? g->fixed : governor__window_cost(gv)) + g->closed) / gv->period /
+	       (g->every > 1 ? g->every : 1);
+}
+
+/* Periods per window for G within SHARE: a fixed cost of its own (device time's set-up
+ * and teardown of CUPTI, milliseconds) at most half the share, when it can be; a power
+ * of two. */
+static int every_for(const struct governor *gv, const struct gov_group *g, double share)
+{
+	double m;
+
+	if (!(g->fixed > 0) || !(gv->period > 0) || !(share > 0))
+		return 1;
+	m = 2 * (g->fixed + g->closed) / (share * gv->period);
+	/* a power of two: the library changes it only where both periods begin */
+	for (int e = 1; e < GOV_EVERY_MAX; e *= 2)
+		if (e >= m)
+			return e;
+	return GOV_EVERY_MAX;
 }
 
 void governor__plan(struct governor *gv)
@@ -33,6 +51,7 @@ void governor__plan(struct governor *gv)
 	for (int i = 0; i < gv->ngroups; i++) {
 		struct gov_group *g = &gv->g[i];
 
+		g->every = 1;
 		if (gv->exact || g->always) {
 			g->duty = 1;
 			done[i] = true;
@@ -72,6 +91,7 @@ void governor__plan(struct governor *gv)
 			if (done[i])
 				continue;
 			/* a window's fixed cost comes out of the share first */
+			g->every = every_for(gv, g, share);
 			d = (share - fixed_cost(gv, g)) / full_cost(gv, g);
 			g->duty = d < gv->min_duty ? gv->min_duty : (d > 1 ? 1 : d);
 			done[i] = true;

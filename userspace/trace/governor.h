@@ -41,7 +41,12 @@ struct gov_group {
 	double closed;	 /* seconds its probes cost the busiest thread per window while in with no
 			  * window open (put in ahead of it, not yet out after the last): measured */
 	double duty;	 /* out: attached fraction of each period, (0, 1] */
+	int every;	 /* out: its windows' period in periods (a power of two): a window whose
+			  * fixed cost would take more than half its share each period comes once
+			  * in EVERY */
 };
+
+#define GOV_EVERY_MAX 32 /* a power of two */
 
 struct governor {
 	double budget;	     /* fraction of a thread's time, e.g. 0.01 */
