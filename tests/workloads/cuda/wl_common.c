@@ -8,11 +8,14 @@
  *   GPUBPF_WL_REPEAT=N (N >= 1, default 1)
  *       multiply every loop count by N; the summary line prints the scaled counts.
  *
+ * wl_now(): CLOCK_MONOTONIC in seconds, for the workloads that time themselves.
+ *
  * stdout carries only "ready" (when asked to wait) and the final summary line.
  * Plain C so that nvcc-built and cc-built workloads link the same object. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int wl_repeat(void)
 {
@@ -37,4 +40,12 @@ void wl_wait(int argc, char **argv)
 	fflush(stdout);
 	if (!fgets(line, sizeof(line), stdin))
 		return; /* EOF releases too */
+}
+
+double wl_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
