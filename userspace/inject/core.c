@@ -208,8 +208,8 @@ static uint64_t schedule(uint64_t now)
 			wake = now + INJ_RETRY_NS; /* not there yet: again soon */
 		t1 = mono_ns();
 	}
-	/* the windows follow what is on, not what is wanted */
-	/* ... and a finalize after the last window, in a launching thread, is the next one's */
+	/* The windows follow what is on, not what is wanted; a finalize after the last
+	 * window, in a launching thread, counts as this one's switches. */
 	t1 += __atomic_exchange_n(&inj_finalize_ns, 0, __ATOMIC_ACQ_REL);
 	inj_sched_switched(&sched, &inj, &gpubpf_inject_config, want == backend_on ? want : 0, now, t1);
 	if (inj.win_id && inj.win_id != announced) {

@@ -535,8 +535,8 @@ static int cupti_attach(struct inj_state *s, char *why, size_t len)
 		snprintf(why, len, "cuptiActivityRegisterCallbacks: %s", result_str(r));
 		goto fail;
 	}
-	/* In windows, activity waits for the first window (and for the cost measurement's
-	 * second half): once on, it costs every launch until cuptiFinalize (cupti_set). */
+	/* In windows, activity waits for the first window (or the cost measurement's middle
+	 * phase): once on, it costs every launch until cuptiFinalize (cupti_set). */
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]) && !windows_mode; i++) {
 		r = p_cuptiActivityEnable(kinds[i]);
 		if (r != CUPTI_SUCCESS) {
@@ -644,7 +644,7 @@ static int64_t deficit(void)
  * activity off, callbacks off and unsubscribed alike: 1.2-1.5 us more on a 4.5 us
  * launch, for seconds and more. So in windows, a window's end tears CUPTI down (once the
  * window's records are in, or DRAIN_NS passed), and the next window sets it up again
- * (12-16 ms, counted as the window's switches). */
+ * (9-17 ms, ahead of its slot, counted as the window's switches). */
 static bool cupti_set(int want)
 {
 	bool act = want & INJ_ACT, cb = want & INJ_CB;
