@@ -140,11 +140,38 @@ TEST(idle_job_measured_again_later)
 	reset(100);
 	want = inj_sched_step(&sc, &st, &cfg, t, &wake);
 	CHECK(want & INJ_CB);
+	/* no launch yet: still waiting for the first, callbacks on (they cost nothing) */
 	want = inj_sched_step(&sc, &st, &cfg, t + INJ_MEASURE_NS, &wake);
+	CHECK_INT(cfg.cost.state, DEV_COST_MEASURING);
+	CHECK_INT(want, INJ_CB);
+	want = inj_sched_step(&sc, &st, &cfg, t + INJ_MEASURE_WAIT_NS, &wake);
 	CHECK_INT(cfg.cost.state, DEV_COST_IDLE);
 	CHECK_INT(want, 0);
-	want = inj_sched_step(&sc, &st, &cfg, t + INJ_MEASURE_NS + INJ_REMEASURE_NS, &wake);
+	want = inj_sched_step(&sc, &st, &cfg, t + INJ_MEASURE_WAIT_NS + INJ_REMEASURE_NS, &wake);
 	CHECK_INT(cfg.cost.state, DEV_COST_MEASURING);
+}
+
+/* Attached at cuInit, the job launches only once its context is up, 400 ms later (an
+ * H100's): the measurement's time runs from the first launch, and it completes. */
+TEST(measurement_waits_for_the_first_launch)
+{
+	uint64_t wake, t0 = now_ns();
+	int want, guard = 0;
+
+	reset(100);
+	want = inj_sched_step(&sc, &st, &cfg, t0, &wake);
+	CHECK_INT(want, INJ_CB);
+	want = inj_sched_step(&sc, &st, &cfg, t0 + 400000000ull, &wake);
+	CHECK_INT(cfg.cost.state, DEV_COST_MEASURING);
+	/* launches from here, on the real clock (before t0 + 400 ms: the steps' clock only
+	 * moves on) */
+	while (cfg.cost.state == DEV_COST_MEASURING && guard++ < 1000000) {
+		for (int i = 0; i < 20; i++)
+			launch(2000, 3000, want);
+		want = step_now();
+	}
+	CHECK_INT(cfg.cost.state, DEV_COST_DONE);
+	CHECK(cfg.cost.on_ns > cfg.cost.off_ns + 2000);
 }
 
 /* Activity goes on once, for the measurement's middle phase, then off for good: on a real
@@ -173,7 +200,7 @@ TEST(measurement_turns_activity_on_once)
 	CHECK(!(want & INJ_ACT));
 }
 
-/* A job that does not launch in the first phase: idle, and activity never went on. */
+/* A job that does not launch for INJ_MEASURE_WAIT_NS: idle, and activity never went on. */
 TEST(idle_first_half_never_turns_activity_on)
 {
 	uint64_t wake, t = 1000000000ull;
@@ -182,7 +209,7 @@ TEST(idle_first_half_never_turns_activity_on)
 	reset(100);
 	want = inj_sched_step(&sc, &st, &cfg, t, &wake);
 	CHECK_INT(want, INJ_CB);
-	want = inj_sched_step(&sc, &st, &cfg, t + INJ_MEASURE_NS / 3, &wake);
+	want = inj_sched_step(&sc, &st, &cfg, t + INJ_MEASURE_WAIT_NS, &wake);
 	CHECK_INT(cfg.cost.state, DEV_COST_IDLE);
 	CHECK_INT(want, 0);
 }
@@ -425,6 +452,7 @@ int main(int argc, char **argv)
 	RUN(trimmed_mean);
 	RUN(cost_measured_on_real_calls);
 	RUN(idle_job_measured_again_later);
+	RUN(measurement_waits_for_the_first_launch);
 	RUN(measurement_turns_activity_on_once);
 	RUN(idle_first_half_never_turns_activity_on);
 	RUN(one_window_a_period_at_random);

@@ -106,6 +106,7 @@ static void measure_start(struct inj_state *s, volatile struct dev_config *cfg, 
 	t->phase = 0;
 	t->off1 = 0;
 	t->phase_at = now;
+	t->first = 0;
 	cfg->cost.started = now;
 	cfg->cost.done = 0;
 	cfg->cost.calls = 0;
@@ -135,6 +136,18 @@ static int measure_step(struct inj_sched *sc, struct inj_state *s, volatile stru
 	uint32_t n0 = __atomic_load_n(&t->n[0], __ATOMIC_RELAXED), n1 = __atomic_load_n(&t->n[1], __ATOMIC_RELAXED);
 	bool over = now - t->phase_at >= INJ_MEASURE_NS / 3;
 
+	/* The first phase's time runs from the job's first launch call, not from attach: a
+	 * job attached at cuInit creates its context first (hundreds of ms on an H100), and
+	 * a callback that no call meets costs nothing. A job with no launch at all for
+	 * INJ_MEASURE_WAIT_NS is idle. */
+	if (t->phase == 0 && !n0) {
+		over = now - t->phase_at >= INJ_MEASURE_WAIT_NS;
+	} else if (t->phase == 0 && !t->first) {
+		t->first = now;
+		over = false;
+	} else if (t->phase == 0) {
+		over = now - t->first >= INJ_MEASURE_NS / 3;
+	}
 	if (t->phase == 0 && (over || n0 >= INJ_MEASURE_CALLS / 2)) {
 		t->off1 = n0;
 		if (n0 < INJ_MEASURE_MIN)

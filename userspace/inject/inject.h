@@ -70,6 +70,7 @@ struct inj_timing {
 	uint8_t phase;		       /* 0: off, before; 1: on; 2: off again, after a finalize */
 	uint32_t off1;		       /* calls of n[0] kept in phase 0 */
 	uint64_t phase_at;	       /* when the phase began */
+	uint64_t first;		       /* when the watcher first saw a timed call (phase 0) */
 	uint32_t gen;		       /* bumped at each switch: a call that spans one is not kept */
 	uint32_t n[2];		       /* calls kept, [activity off, on] */
 	uint32_t ns[2][INJ_TIMED_MAX]; /* their durations */
@@ -138,6 +139,7 @@ void inj_count_lost(struct inj_state *s, uint64_t n);
 #define INJ_MEASURE_NS 300000000ull    /* ... for at most this long, a third in each phase */
 #define INJ_MEASURE_CALLS 256	       /* ... or until each half (on, off) has this many calls */
 #define INJ_MEASURE_MIN 16	       /* fewer in a half: too few to say (DEV_COST_IDLE) */
+#define INJ_MEASURE_WAIT_NS 10000000000ull /* no launch call this long from its start: idle */
 #define INJ_REMEASURE_NS 2000000000ull /* an idle measurement is tried again after this */
 #define INJ_MIN_SLOT_NS 2000000ull	/* the shortest window worth opening */
 #define INJ_RETRY_NS 1000000ull		/* a switch not yet done is tried again after this */
