@@ -176,15 +176,15 @@ struct dev_costs {
 struct dev_config {
 	__u32 magic;
 	__u32 version;
-	__u32 max_rate;	 /* DEV_MODE_ALWAYS: followed launches+copies per second; 0: every one */
+	__u32 max_rate;	    /* DEV_MODE_ALWAYS: followed launches+copies per second; 0: every one */
 	__u32 names_wanted; /* DEV_MODE_WINDOWS: callbacks on between windows too (activity off,
 			     * nothing followed), so that launch handles get named */
-	__u32 period_ms; /* DEV_MODE_WINDOWS: one window per period */
-	__u32 seq;	 /* bumped by each write */
-	__u32 mode;	 /* DEV_MODE_* */
-	__u32 duty_ppm;	 /* DEV_MODE_WINDOWS: the planned duty, parts per million (0: none yet) */
-	__u32 every;	 /* DEV_MODE_WINDOWS: the windows' period is EVERY periods (0 or 1: one),
-			  * where a window's set-up and teardown cost more than a period affords */
+	__u32 period_ms;    /* DEV_MODE_WINDOWS: one window per period */
+	__u32 seq;	    /* bumped by each write */
+	__u32 mode;	    /* DEV_MODE_* */
+	__u32 duty_ppm;	    /* DEV_MODE_WINDOWS: the planned duty, parts per million (0: none yet) */
+	__u32 every;	    /* DEV_MODE_WINDOWS: the windows' period is EVERY periods (0 or 1: one),
+			     * where a window's set-up and teardown cost more than a period affords */
 	/* the library's part */
 	__u32 written;	/* end of gpubpf's part */
 	__u32 win_next; /* the id of the next window */

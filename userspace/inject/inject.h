@@ -49,7 +49,7 @@ struct inj_ops {
 
 #define INJ_SAMPLED_SLOTS 65536 /* outstanding sampled correlation ids remembered */
 #define INJ_NAMES_MAX 16384
-#define INJ_NAME_MAX 4096 /* a kernel name's bytes kept (longer ones are cut) */
+#define INJ_NAME_MAX 4096     /* a kernel name's bytes kept (longer ones are cut) */
 #define INJ_API_SLOTS 2048    /* (domain & 1) << 10 | cbid & 1023: announced API names */
 #define INJ_HANDLE_SLOTS 8192 /* launch handles whose kernel name was announced */
 
@@ -135,15 +135,15 @@ void inj_count_lost(struct inj_state *s, uint64_t n);
 #define INJ_CB 1
 #define INJ_ACT 2
 
-#define INJ_SLICE_NS 4000000ull	       /* the cost measurement counts its calls this often */
-#define INJ_MEASURE_NS 300000000ull    /* ... for at most this long, a third in each phase */
-#define INJ_MEASURE_CALLS 256	       /* ... or until each half (on, off) has this many calls */
-#define INJ_MEASURE_MIN 16	       /* fewer in a half: too few to say (DEV_COST_IDLE) */
+#define INJ_SLICE_NS 4000000ull		   /* the cost measurement counts its calls this often */
+#define INJ_MEASURE_NS 300000000ull	   /* ... for at most this long, a third in each phase */
+#define INJ_MEASURE_CALLS 256		   /* ... or until each half (on, off) has this many calls */
+#define INJ_MEASURE_MIN 16		   /* fewer in a half: too few to say (DEV_COST_IDLE) */
 #define INJ_MEASURE_WAIT_NS 10000000000ull /* no launch call this long from its start: idle */
-#define INJ_REMEASURE_NS 2000000000ull /* an idle measurement is tried again after this */
-#define INJ_MIN_SLOT_NS 2000000ull	/* the shortest window worth opening */
-#define INJ_RETRY_NS 1000000ull		/* a switch not yet done is tried again after this */
-#define INJ_LEAD_MAX_NS 100000000ull	/* CUPTI set up at most this long ahead of a window */
+#define INJ_REMEASURE_NS 2000000000ull	   /* an idle measurement is tried again after this */
+#define INJ_MIN_SLOT_NS 2000000ull	   /* the shortest window worth opening */
+#define INJ_RETRY_NS 1000000ull		   /* a switch not yet done is tried again after this */
+#define INJ_LEAD_MAX_NS 100000000ull	   /* CUPTI set up at most this long ahead of a window */
 
 /* The schedule of windows: its state lives in CFG (the config gpubpf reads) and S. */
 struct inj_sched {

@@ -376,8 +376,9 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 	}
 	total = cupti__overhead(c, elapsed, parts);
 	if (c->every > 1)
-		snprintf(every, sizeof(every), " (one window in %u periods of %.3g s: a window's set-up costs that much)",
-			 c->every, c->period);
+		snprintf(every, sizeof(every),
+			 " (one window in %u periods of %.3g s: a window's set-up costs that much)", c->every,
+			 c->period);
 	if (!n) {
 		profile__add_comment(c->s->prof,
 				     "gpu cost: device time in windows: the cost per launch was not measured (the "
@@ -395,11 +396,10 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 		    "measurement %.3g%%, callbacks kept on between "
 		    "windows in %" PRIu64 " ticks to name new launch handles %.3g%% (the library's time in them; "
 		    "CUPTI's dispatch to them not known), all launching threads together)",
-		    100 * c->duty, c->period * c->every,
-		    every, (act + cb) / n / 1e3,
-		    act / n / 1e3, cb / n / 1e3, (base - cb) / n / 1e3, 100 * total, c->followed, c->windows,
-		    100 * parts[0], 100 * parts[1], c->windows ? (double)c->switch_ns / c->windows / 1e6 : 0,
-		    100 * parts[2], c->naming_ticks, 100 * parts[3]);
+		    100 * c->duty, c->period * c->every, every, (act + cb) / n / 1e3, act / n / 1e3, cb / n / 1e3,
+		    (base - cb) / n / 1e3, 100 * total, c->followed, c->windows, 100 * parts[0], 100 * parts[1],
+		    c->windows ? (double)c->switch_ns / c->windows / 1e6 : 0, 100 * parts[2], c->naming_ticks,
+		    100 * parts[3]);
 	}
 	est_group_total(&c->est, 0, &k);
 	est_group_total(&c->est, 1, &t);
