@@ -126,6 +126,31 @@ TEST(names_announced_again_each_attach)
 	CHECK_INT(last_ctr.launches_seen, 1); /* counters restart with the session */
 }
 
+/* CUPTI finalized after a window frees its name strings, and the next CUPTI may put
+ * another kernel's name at the same address: a name is its text, never its pointer. */
+TEST(name_at_a_reused_pointer_after_finalize)
+{
+	static char buf[32] = "kernel_a";
+	struct inj_activity a = {.kind = DEV_KERNEL, .corr = 5, .start = 1, .end = 2, .name = buf};
+
+	reset();
+	launch(5, INJ_API_LAUNCH, 211, "cudaLaunchKernel");
+	inj_add_activity(&st, &a);
+	launch(6, INJ_API_LAUNCH, 211, "cudaLaunchKernel");
+	a.corr = 6;
+	inj_add_activity(&st, &a);
+	__atomic_add_fetch(&st.names_gen, 1, __ATOMIC_RELEASE); /* cuptiFinalize */
+	snprintf(buf, sizeof(buf), "kernel_b");
+	launch(7, INJ_API_LAUNCH, 211, "cudaLaunchKernel");
+	a.corr = 7;
+	inj_add_activity(&st, &a);
+	inj_flush(&st);
+	CHECK_INT(ngot, 3);
+	CHECK_INT(got[0].name_id, got[1].name_id);
+	CHECK(got[2].name_id != got[0].name_id);
+	CHECK_STR(last_name, "kernel_b");
+}
+
 /* Launch handles are named once per handle and attach, for every launch (followed or
  * not): 10,000 launches of 3 kernels cost 3 announcements; a new attach announces them
  * again; a full table degrades to announcing again, never to a wrong name. */
@@ -298,6 +323,7 @@ int main(int argc, char **argv)
 	RUN(classify);
 	RUN(kernel_record_kept_with_name);
 	RUN(names_announced_again_each_attach);
+	RUN(name_at_a_reused_pointer_after_finalize);
 	RUN(launch_handles_named_once_per_attach);
 	RUN(memcpy_and_memset);
 	RUN(graph_kernels_share_the_launch);

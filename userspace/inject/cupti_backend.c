@@ -311,6 +311,8 @@ void CUPTIAPI inj_on_callback(void *userdata, CUpti_CallbackDomain dom, CUpti_Ca
 			uint64_t t0 = inj_mono_ns();
 
 			p_cuptiFinalize();
+			/* its name strings are gone: names are looked up by their text again */
+			__atomic_add_fetch(&inj.names_gen, 1, __ATOMIC_RELEASE);
 			/* a launching thread's time: the next window's switches count it */
 			__atomic_add_fetch(&inj_finalize_ns, inj_mono_ns() - t0, __ATOMIC_RELAXED);
 			__atomic_store_n(&subscribed, false, __ATOMIC_RELEASE);

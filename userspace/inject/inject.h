@@ -49,9 +49,16 @@ struct inj_ops {
 
 #define INJ_SAMPLED_SLOTS 65536 /* outstanding sampled correlation ids remembered */
 #define INJ_NAMES_MAX 16384
+#define INJ_NAME_CACHE 256
 #define INJ_NAME_MAX 4096     /* a kernel name's bytes kept (longer ones are cut) */
 #define INJ_API_SLOTS 2048    /* (domain & 1) << 10 | cbid & 1023: announced API names */
 #define INJ_HANDLE_SLOTS 8192 /* launch handles whose kernel name was announced */
+
+/* A CUPTI name pointer seen in generation GEN, and its names[] slot. */
+struct inj_name_ref {
+	const char *ptr;
+	uint32_t gen, slot;
+};
 
 struct inj_name {
 	char *copy; /* its text: a CUPTI finalized after a window frees its strings */
@@ -103,6 +110,11 @@ struct inj_state {
 	struct dev_batch *batch;
 	struct inj_name names[INJ_NAMES_MAX];
 	uint32_t next_name;
+	/* CUPTI's name pointer -> names[] slot, for this CUPTI's life only (NAMES_GEN is
+	 * bumped when it is finalized: its strings are freed): one hash of a name's text per
+	 * kernel, not per record */
+	uint32_t names_gen;
+	struct inj_name_ref name_cache[INJ_NAME_CACHE];
 };
 
 /* 0 or -ENOMEM. */

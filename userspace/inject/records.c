@@ -319,23 +319,28 @@ static uint64_t name_hash(const char *name, size_t *len)
 
 static uint32_t name_id(struct inj_state *s, const char *name)
 {
-	uint32_t epoch = __atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE);
+	uint32_t epoch = __atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE),
+		 gen = __atomic_load_n(&s->names_gen, __ATOMIC_ACQUIRE);
+	struct inj_name_ref *c = &s->name_cache[((uintptr_t)name >> 4) % INJ_NAME_CACHE];
+	struct inj_name *e;
 	uint64_t h;
 	size_t len;
 
 	if (!name)
 		return 0;
+	if (c->ptr == name && c->gen == gen) {
+		e = &s->names[c->slot];
+		goto found;
+	}
 	h = name_hash(name, &len);
 	for (uint32_t i = 0, slot = (uint32_t)(h >> 40) % INJ_NAMES_MAX; i < INJ_NAMES_MAX;
 	     i++, slot = (slot + 1) % INJ_NAMES_MAX) {
-		struct inj_name *e = &s->names[slot];
-
+		e = &s->names[slot];
 		if (e->copy && e->hash == h && strncmp(e->copy, name, len) == 0 && !e->copy[len]) {
-			if (e->epoch != epoch) {
-				e->epoch = epoch;
-				s->ops.name(e->id, e->copy);
-			}
-			return e->id;
+			c->ptr = name;
+			c->gen = gen;
+			c->slot = slot;
+			goto found;
 		}
 		if (!e->copy) {
 			/* Keep the last eighth free so lookups of absent names stay short. */
@@ -352,6 +357,12 @@ static uint32_t name_id(struct inj_state *s, const char *name)
 		}
 	}
 	return 0;
+found:
+	if (e->epoch != epoch) {
+		e->epoch = epoch;
+		s->ops.name(e->id, e->copy);
+	}
+	return e->id;
 }
 
 static void flush_locked(struct inj_state *s)
