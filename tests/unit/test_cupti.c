@@ -251,6 +251,20 @@ TEST(unsampled_and_invalid_dropped)
 	CHECK_INT(got[0].end, got[0].start);
 }
 
+/* A window whose every kernel was still running when CUPTI was forced to hand its buffer
+ * back: no record is kept, and gpubpf still hears of the losses (once). */
+TEST(losses_told_without_a_record)
+{
+	reset();
+	inj_count_lost(&st, 7);
+	inj_flush(&st);
+	CHECK_INT(nbatches, 1);
+	CHECK_INT(ngot, 0);
+	CHECK_INT(last_ctr.lost, 7);
+	inj_flush(&st);
+	CHECK_INT(nbatches, 1); /* nothing new: nothing sent */
+}
+
 TEST(nested_driver_call_follows_outer)
 {
 	reset();
@@ -328,6 +342,7 @@ int main(int argc, char **argv)
 	RUN(memcpy_and_memset);
 	RUN(graph_kernels_share_the_launch);
 	RUN(unsampled_and_invalid_dropped);
+	RUN(losses_told_without_a_record);
 	RUN(nested_driver_call_follows_outer);
 	RUN(sampling_one_in_n_and_windows);
 	RUN(batches_split_at_max);

@@ -132,6 +132,28 @@ TEST(cost_measured_on_real_calls)
 	CHECK_INT(step_now(), 0);
 }
 
+/* A job whose launches get dearer as it runs (5 us more each phase), launching 600 calls
+ * between two looks: the first "off" phase fills only its half of the timed calls, the
+ * last one has its own, and the drift cancels (3 us of activity found, not 8). */
+TEST(drift_cancels_with_many_calls_a_look)
+{
+	int want = 0, guard = 0;
+
+	reset(100);
+	want = step_now();
+	while (cfg.cost.state == DEV_COST_MEASURING && guard++ < 100000) {
+		uint64_t base = 2000 + 3000ull * st.timing.phase;
+
+		for (int i = 0; i < 600; i++)
+			launch(base, 3000, want);
+		want = step_now();
+	}
+	CHECK_INT(cfg.cost.state, DEV_COST_DONE);
+	printf("# drifting: on %llu ns, off %llu ns\n", (unsigned long long)cfg.cost.on_ns,
+	       (unsigned long long)cfg.cost.off_ns);
+	CHECK(cfg.cost.on_ns > cfg.cost.off_ns + 2000 && cfg.cost.on_ns < cfg.cost.off_ns + 4000);
+}
+
 TEST(idle_job_measured_again_later)
 {
 	uint64_t wake, t = 1000000000ull;
@@ -451,6 +473,7 @@ int main(int argc, char **argv)
 	RUN(slots);
 	RUN(trimmed_mean);
 	RUN(cost_measured_on_real_calls);
+	RUN(drift_cancels_with_many_calls_a_look);
 	RUN(idle_job_measured_again_later);
 	RUN(measurement_waits_for_the_first_launch);
 	RUN(measurement_turns_activity_on_once);

@@ -105,6 +105,7 @@ struct inj_state {
 	uint32_t handle_epoch[INJ_HANDLE_SLOTS];
 	struct dev_counters ctr; /* updated with atomics */
 	uint64_t kept;		 /* records kept (of followed calls), with atomics */
+	uint64_t lost_told;	 /* ctr.lost in the last batch handed to gpubpf (under lock) */
 	/* Under lock: batch and names (buffer callbacks may come from two threads). */
 	pthread_mutex_t lock;
 	struct dev_batch *batch;

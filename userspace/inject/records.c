@@ -283,7 +283,8 @@ static void timed_call(struct inj_state *s, uint64_t t)
 	    t <= tls_t0 || t - tls_t0 > UINT32_MAX)
 		return;
 	i = __atomic_fetch_add(&tm->n[tls_act], 1, __ATOMIC_ACQ_REL);
-	if (i < INJ_TIMED_MAX)
+	/* the first "off" phase keeps half of its slots for the last one (devwin.c) */
+	if (i < (tls_act || __atomic_load_n(&tm->phase, __ATOMIC_ACQUIRE) ? INJ_TIMED_MAX : INJ_TIMED_MAX / 2))
 		__atomic_store_n(&tm->ns[tls_act][i], (uint32_t)(t - tls_t0), __ATOMIC_RELEASE);
 }
 
@@ -368,16 +369,20 @@ found:
 static void flush_locked(struct inj_state *s)
 {
 	struct dev_batch *b = s->batch;
+	uint64_t lost = __atomic_load_n(&s->ctr.lost, __ATOMIC_RELAXED);
 
-	if (!b->count)
+	/* a batch of no record still tells gpubpf of records lost (a window whose every
+	 * kernel was still running when CUPTI was forced to hand its buffer back) */
+	if (!b->count && lost == s->lost_told)
 		return;
+	s->lost_told = lost;
 	b->epoch = __atomic_load_n(&s->epoch, __ATOMIC_RELAXED);
 	b->ctr.launches_seen = __atomic_load_n(&s->ctr.launches_seen, __ATOMIC_RELAXED);
 	b->ctr.launches_sampled = __atomic_load_n(&s->ctr.launches_sampled, __ATOMIC_RELAXED);
 	b->ctr.copies_seen = __atomic_load_n(&s->ctr.copies_seen, __ATOMIC_RELAXED);
 	b->ctr.copies_sampled = __atomic_load_n(&s->ctr.copies_sampled, __ATOMIC_RELAXED);
 	b->ctr.dropped_unsampled = __atomic_load_n(&s->ctr.dropped_unsampled, __ATOMIC_RELAXED);
-	b->ctr.lost = __atomic_load_n(&s->ctr.lost, __ATOMIC_RELAXED);
+	b->ctr.lost = lost;
 	s->ops.batch(b);
 	b->count = 0;
 }
