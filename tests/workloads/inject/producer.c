@@ -16,6 +16,13 @@
  *   producer loop SECONDS     one thread launching back to back (the same launches) for
  *                             SECONDS after a session attached (PRODUCER_ALONE=1: at once,
  *                             no session: the job alone); prints launches_per_sec
+ *   producer model SECONDS KERNEL_NS LIBCUPTI_MODEL
+ *                             the CUPTI backend against tests/workloads/inject/cupti_model
+ *                             (loaded first, as PyTorch loads its libcupti): one thread
+ *                             launching kernels of KERNEL_NS back to back for SECONDS after
+ *                             a session attached (PRODUCER_ALONE=1: at once, no session);
+ *                             prints launches, launches_per_sec, the windowed truth as
+ *                             "windows" does, and the EVERY gpubpf asked for last
  *   producer idle SECONDS [LIBCUPTI]
  *                             what the driver does: InitializeInjection() with the CUPTI
  *                             backend, then CPU work; the job must run on, session or not.
@@ -279,6 +286,33 @@ static double w_t0;
 static _Atomic uint32_t w_corr = 5000000;
 static double w_end;
 
+/* One launch more in the current millisecond. */
+static void w_bucket_add(void)
+{
+	long b = (long)((mono_s() - w_t0) / W_BUCKET);
+
+	if (b >= 0 && b < W_BUCKETS)
+		atomic_fetch_add(&w_bucket[b], 1);
+}
+
+/* The truth: all launches, and those from the first window's period on (the windows
+ * estimate the periods they ran in; the library measured its cost before the first). */
+static void windowed_truth(uint64_t kernel_ns, double per_sec)
+{
+	const struct dev_win *first = &gpubpf_inject_config.win[1];
+	double from = first->id == 1 ? (double)first->period * gpubpf_inject_config.period_ms / 1e3 : 1e300;
+	uint64_t since = 0, all = w_launches;
+
+	for (int i = 0; i < W_BUCKETS; i++)
+		if (w_t0 + (i + 1) * W_BUCKET > from)
+			since += w_bucket[i];
+	printf("producer: launches=%llu kernel_ns=%llu windowed_launches=%llu windowed_kernel_ns=%llu "
+	       "launches_per_sec=%.1f every=%u\n",
+	       (unsigned long long)all, (unsigned long long)(all * kernel_ns), (unsigned long long)since,
+	       (unsigned long long)(since * kernel_ns), per_sec, (unsigned)gpubpf_inject_config.every);
+	fflush(stdout);
+}
+
 /* One launch from THREAD's own call site: its records only while activity is on. */
 __attribute__((noinline)) static void site_window_launch(void)
 {
@@ -296,12 +330,7 @@ __attribute__((noinline)) static void site_window_launch(void)
 	cb.callbackSite = CUPTI_API_EXIT;
 	gpubpf_inject_test_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
 	atomic_fetch_add(&w_launches, 1);
-	{
-		long b = (long)((mono_s() - w_t0) / W_BUCKET);
-
-		if (b >= 0 && b < W_BUCKETS)
-			atomic_fetch_add(&w_bucket[b], 1);
-	}
+	w_bucket_add();
 	if (act) {
 		pthread_mutex_lock(&buf_lock);
 		kernel_rec(c, KA, 1000, 0, 7, 0);
@@ -346,21 +375,7 @@ __attribute__((unused)) static int windows_run(double seconds)
 	gpubpf_inject_test_buffer(buffer, buf_used);
 	buf_used = 0;
 	pthread_mutex_unlock(&buf_lock);
-	{
-		/* The windows estimate the periods they ran in: from the first one's on (the
-		 * library measured its cost before it). */
-		const struct dev_win *first = &gpubpf_inject_config.win[1];
-		double from = first->id == 1 ? (double)first->period * gpubpf_inject_config.period_ms / 1e3 : w_end;
-		uint64_t since = 0;
-
-		for (int i = 0; i < W_BUCKETS; i++)
-			if (w_t0 + (i + 1) * W_BUCKET > from)
-				since += w_bucket[i];
-		printf("producer: launches=%llu kernel_ns=%llu windowed_launches=%llu windowed_kernel_ns=%llu\n",
-		       (unsigned long long)w_launches, (unsigned long long)w_launches * 1000, (unsigned long long)since,
-		       (unsigned long long)since * 1000);
-	}
-	fflush(stdout);
+	windowed_truth(1000, (double)w_launches / (mono_s() - w_t0));
 	sleep_ms(1500);
 	return 0;
 }
@@ -387,6 +402,53 @@ __attribute__((unused)) static int loop_run(double seconds)
 	pthread_mutex_unlock(&buf_lock);
 	printf("producer: launches=%llu launches_per_sec=%.1f\n", (unsigned long long)n, (double)n / (t - t0));
 	fflush(stdout);
+	if (!alone)
+		sleep_ms(1500);
+	return 0;
+}
+
+/* Launches through the CUPTI model, which calls the library as CUPTI would. */
+static void (*model_launch)(uint64_t kernel_ns);
+
+__attribute__((noinline)) static void site_model_launch(uint64_t kernel_ns)
+{
+	model_launch(kernel_ns);
+	w_bucket_add();
+}
+
+__attribute__((unused)) static int model_run(double seconds, uint64_t kernel_ns, const char *lib)
+{
+	bool alone = getenv("PRODUCER_ALONE") != NULL;
+	void *h = dlopen(lib, RTLD_NOW | RTLD_GLOBAL);
+	uint64_t n = 0;
+	double t;
+
+	model_launch = h ? (void (*)(uint64_t))dlsym(h, "cupti_model_launch") : NULL;
+	if (!model_launch) {
+		fprintf(stderr, "producer: cannot use the CUPTI model %s: %s\n", lib, dlerror());
+		return 2;
+	}
+	if (InitializeInjection() != 1) {
+		fprintf(stderr, "producer: InitializeInjection failed\n");
+		return 1;
+	}
+	for (int waited = 0; !alone && gpubpf_inject_test_state() != DEV_ST_ATTACHED; waited++) {
+		if (waited > 300) {
+			fprintf(stderr, "producer: no gpubpf session attached in 30 s (%s)\n",
+				gpubpf_inject_test_status());
+			return 1;
+		}
+		sleep_ms(100);
+	}
+	w_t0 = mono_s();
+	do {
+		for (int i = 0; i < 100; i++)
+			site_model_launch(kernel_ns);
+		n += 100;
+		t = mono_s();
+	} while (t - w_t0 < seconds);
+	w_launches = n;
+	windowed_truth(kernel_ns, (double)n / (t - w_t0));
 	if (!alone)
 		sleep_ms(1500);
 	return 0;
@@ -477,11 +539,13 @@ int main(int argc, char **argv)
 		return loop_run(atof(argv[2]));
 	if (argc >= 3 && strcmp(argv[1], "windows") == 0)
 		return windows_run(atof(argv[2]));
+	if (argc >= 5 && strcmp(argv[1], "model") == 0)
+		return model_run(atof(argv[2]), strtoull(argv[3], NULL, 10), argv[4]);
 	if (argc >= 3 && strcmp(argv[1], "idle") == 0)
 		return idle(atof(argv[2]), argc >= 4 ? argv[3] : NULL);
 	fprintf(stderr,
 		"usage: producer synth [REPEAT] | producer short [REPEAT] | producer windows SECONDS | producer loop "
-		"SECONDS | producer idle SECONDS [LIBCUPTI]\n");
+		"SECONDS | producer model SECONDS KERNEL_NS LIBCUPTI_MODEL | producer idle SECONDS [LIBCUPTI]\n");
 	return 2;
 }
 #endif

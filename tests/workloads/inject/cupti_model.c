@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: MIT
+/* libcupti_model.so: a CUPTI for a machine without a GPU that keeps CUPTI's documented
+ * contract and behaves as the one measured on an H100 (tests/workloads/cuda/cupti_cost,
+ * docs/DEVICE_TIME.md), so that the injection library's CUPTI backend, which only a GPU
+ * otherwise runs, is tested here. A job (tests/workloads/inject/producer "model") loads
+ * it as PyTorch loads its own libcupti, and launches through cupti_model_launch().
+ *
+ * What it keeps of the contract (cupti_activity.h, cupti_callbacks.h):
+ *   - one subscriber; callbacks for the enabled callback ids only, ENTER and EXIT;
+ *   - kernel records exist only for launches made while CONCURRENT_KERNEL is enabled, in
+ *     buffers the client hands in, back through its completion callback;
+ *   - cuptiActivityFlushAll(0) returns only buffers whose records are all complete (a
+ *     record is complete once its kernel has ended); FLUSH_FORCED returns every buffer,
+ *     a kernel still queued or running with start = end = 0;
+ *   - cuptiFinalize ends everything: subscription, enables, and the kernel name strings,
+ *     which are freed (their first byte overwritten first, so a reader that kept one
+ *     sees the difference).
+ * What it models of the H100 (measured; tests/gpu, docs/BENCHMARKS.md):
+ *   - a launch takes MODEL_LAUNCH_NS, 200 ns more while subscribed and 1.5 us more from
+ *     the first enable of kernel activity until cuptiFinalize (activity off or not);
+ *   - 1024 launches can be queued: a launch waits for the kernel 1024 before it to end;
+ *   - the first enable of kernel activity after a (re)start of CUPTI takes 10 ms (its
+ *     set-up was 9-17 ms there), cuptiFinalize 3 ms (2-4 ms); CUPTI_MODEL_SETUP_US and
+ *     CUPTI_MODEL_FINALIZE_US set others.
+ * It is no GPU: kernels are times on the device clock, nothing runs. CUPTI_MODEL_DEBUG=1
+ * says what each flush hands back. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cupti.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+#define MODEL_LAUNCH_NS 4500ull
+#define MODEL_SUBSCRIBED_NS 200ull
+#define MODEL_DIRTY_NS 1500ull
+/* set-up and teardown; CUPTI_MODEL_SETUP_US and CUPTI_MODEL_FINALIZE_US change them */
+static uint64_t setup_ns = 10000000ull, finalize_ns = 3000000ull;
+#define MODEL_QUEUE 1024
+/* CUPTI's clock runs this far ahead of CLOCK_MONOTONIC: a reader must convert */
+#define MODEL_CLOCK_AHEAD 5000000000ull
+#define MODEL_BUFS 16
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static bool subscribed, kernel_act, dirty, set_up;
+static CUpti_CallbackFunc cb_fn;
+static void *cb_userdata;
+static bool cb_on[CUPTI_CB_DOMAIN_SIZE][2];
+static CUpti_BuffersCallbackRequestFunc req_fn;
+static CUpti_BuffersCallbackCompleteFunc done_fn;
+static char *kernel_name; /* CUPTI's string for the kernel: until cuptiFinalize */
+
+/* The device: the end of each of the last MODEL_QUEUE kernels, and when it is free. */
+static uint64_t queue_end[MODEL_QUEUE];
+static unsigned queue_head;
+static uint64_t device_free;
+
+struct mbuf {
+	uint8_t *p;
+	size_t size, used;
+	uint64_t last_end; /* kernels end in order on the one stream: the buffer's last */
+};
+static struct mbuf bufs[MODEL_BUFS]; /* [0, nbufs): in CUPTI's hands, the last one filling */
+static int nbufs;
+static size_t dropped;
+static uint32_t corr_next = 1;
+
+__attribute__((constructor)) static void model_settings(void)
+{
+	const char *s = getenv("CUPTI_MODEL_SETUP_US"), *f = getenv("CUPTI_MODEL_FINALIZE_US");
+
+	if (s && *s)
+		setup_ns = strtoull(s, NULL, 10) * 1000ull;
+	if (f && *f)
+		finalize_ns = strtoull(f, NULL, 10) * 1000ull;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void spin_until(uint64_t t)
+{
+	while (mono_ns() < t)
+		;
+}
+
+#define REC_SIZE ((sizeof(CUpti_ActivityKernel10) + 7) & ~(size_t)7)
+
+/* Under mu: room for one record, a new buffer from the client when the last is full. */
+static CUpti_ActivityKernel10 *record_slot(void)
+{
+	struct mbuf *b = nbufs ? &bufs[nbufs - 1] : NULL;
+
+	if (!b || b->used + REC_SIZE > b->size) {
+		uint8_t *p = NULL;
+		size_t size = 0, max = 0;
+
+		if (nbufs == MODEL_BUFS || !req_fn)
+			return NULL;
+		req_fn(&p, &size, &max);
+		if (!p || size < REC_SIZE)
+			return NULL;
+		b = &bufs[nbufs++];
+		*b = (struct mbuf){.p = p, .size = size};
+	}
+	b->used += REC_SIZE;
+	return (CUpti_ActivityKernel10 *)(b->p + b->used - REC_SIZE);
+}
+
+/* One cuLaunchKernel of a kernel of KERNEL_NS, as the driver with CUPTI runs it. */
+EXPORT void cupti_model_launch(uint64_t kernel_ns)
+{
+	static char handle_obj;
+	cuLaunchKernel_params params = {.f = (CUfunction)(void *)&handle_obj};
+	CUpti_CallbackData cb = {
+	    .functionName = "cuLaunchKernel",
+	    .symbolName = "model_kernel",
+	    .functionParams = &params,
+	};
+	CUpti_CallbackFunc fn;
+	void *ud;
+	uint64_t t0 = mono_ns(), cost = MODEL_LAUNCH_NS, wait, start, end;
+	bool follow;
+
+	pthread_mutex_lock(&mu);
+	cb.correlationId = corr_next++;
+	follow = subscribed && cb_on[CUPTI_CB_DOMAIN_DRIVER_API][1];
+	fn = cb_fn;
+	ud = cb_userdata;
+	pthread_mutex_unlock(&mu);
+	if (follow) {
+		cb.callbackSite = CUPTI_API_ENTER;
+		fn(ud, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
+	}
+	pthread_mutex_lock(&mu);
+	cost += (subscribed ? MODEL_SUBSCRIBED_NS : 0) + (dirty ? MODEL_DIRTY_NS : 0);
+	wait = queue_end[queue_head]; /* a full queue: the kernel MODEL_QUEUE launches back */
+	pthread_mutex_unlock(&mu);
+	spin_until(t0 + cost);
+	spin_until(wait);
+	pthread_mutex_lock(&mu);
+	start = mono_ns() > device_free ? mono_ns() : device_free;
+	end = device_free = start + kernel_ns;
+	queue_end[queue_head] = end;
+	queue_head = (queue_head + 1) % MODEL_QUEUE;
+	if (kernel_act) {
+		CUpti_ActivityKernel10 *k = record_slot();
+
+		if (k) {
+			memset(k, 0, sizeof(*k));
+			k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+			k->correlationId = cb.correlationId;
+			k->name = kernel_name;
+			k->start = start + MODEL_CLOCK_AHEAD;
+			k->end = end + MODEL_CLOCK_AHEAD;
+			k->streamId = 7;
+			bufs[nbufs - 1].last_end = end;
+		} else {
+			dropped++;
+		}
+	}
+	follow = subscribed && cb_on[CUPTI_CB_DOMAIN_DRIVER_API][1];
+	pthread_mutex_unlock(&mu);
+	if (follow) {
+		cb.callbackSite = CUPTI_API_EXIT;
+		fn(ud, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
+	}
+}
+
+/* ---- the subset of CUPTI's API the injection library uses ------------------------------ */
+
+EXPORT CUptiResult CUPTIAPI cuptiGetVersion(uint32_t *version)
+{
+	*version = CUPTI_API_VERSION;
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult result, const char **str)
+{
+	*str = result == CUPTI_SUCCESS ? "CUPTI_SUCCESS" : "CUPTI model error";
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t *timestamp)
+{
+	*timestamp = mono_ns() + MODEL_CLOCK_AHEAD;
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *subscriber, CUpti_CallbackFunc callback,
+					   void *userdata)
+{
+	CUptiResult r = CUPTI_SUCCESS;
+
+	pthread_mutex_lock(&mu);
+	if (subscribed) {
+		r = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+		goto out;
+	}
+	subscribed = true;
+	cb_fn = callback;
+	cb_userdata = userdata;
+	memset(cb_on, 0, sizeof(cb_on));
+	*subscriber = (CUpti_SubscriberHandle)(void *)&cb_fn;
+out:
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+EXPORT CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber)
+{
+	(void)subscriber;
+	pthread_mutex_lock(&mu);
+	subscribed = false;
+	pthread_mutex_unlock(&mu);
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid, const char **name)
+{
+	if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) {
+		*name = "cuLaunchKernel";
+		return CUPTI_SUCCESS;
+	}
+	return CUPTI_ERROR_INVALID_PARAMETER;
+}
+
+EXPORT CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
+						CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
+{
+	(void)subscriber;
+	if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid != CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	pthread_mutex_lock(&mu);
+	cb_on[domain][1] = enable != 0;
+	pthread_mutex_unlock(&mu);
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult CUPTIAPI cuptiEnableAllDomains(uint32_t enable, CUpti_SubscriberHandle subscriber)
+{
+	(void)subscriber;
+	pthread_mutex_lock(&mu);
+	for (int d = 0; d < CUPTI_CB_DOMAIN_SIZE; d++)
+		cb_on[d][1] = enable != 0;
+	pthread_mutex_unlock(&mu);
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req,
+							   CUpti_BuffersCallbackCompleteFunc done)
+{
+	pthread_mutex_lock(&mu);
+	req_fn = req;
+	done_fn = done;
+	pthread_mutex_unlock(&mu);
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
+{
+	bool first;
+
+	if (kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+		return CUPTI_SUCCESS; /* copies and memsets: none are made */
+	pthread_mutex_lock(&mu);
+	first = !set_up;
+	set_up = kernel_act = dirty = true;
+	if (!kernel_name)
+		kernel_name = strdup("_Z12model_kernelv");
+	pthread_mutex_unlock(&mu);
+	if (first)
+		spin_until(mono_ns() + setup_ns);
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind)
+{
+	if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+		pthread_mutex_lock(&mu);
+		kernel_act = false;
+		pthread_mutex_unlock(&mu);
+	}
+	return CUPTI_SUCCESS;
+}
+
+/* Hand back the buffers FLAG allows, oldest first, outside the lock (the client's
+ * callback may call into CUPTI). */
+EXPORT CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
+{
+	struct mbuf out[MODEL_BUFS];
+	CUpti_BuffersCallbackCompleteFunc done;
+	int n = 0;
+	uint64_t now = mono_ns();
+
+	pthread_mutex_lock(&mu);
+	done = done_fn;
+	while (n < nbufs && (bufs[n].last_end <= now || (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED))) {
+		out[n] = bufs[n];
+		for (size_t off = 0; off + REC_SIZE <= out[n].used; off += REC_SIZE) {
+			CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)(out[n].p + off);
+
+			if (k->end - MODEL_CLOCK_AHEAD > now)
+				k->start = k->end = 0; /* not complete: forced out */
+		}
+		n++;
+	}
+	memmove(bufs, bufs + n, (size_t)(nbufs - n) * sizeof(bufs[0]));
+	nbufs -= n;
+	pthread_mutex_unlock(&mu);
+	if (getenv("CUPTI_MODEL_DEBUG"))
+		fprintf(stderr, "model: flush %u: %d buffers, %d left, done %p\n", flag, n, nbufs, (void *)done);
+	for (int i = 0; i < n; i++)
+		if (done)
+			done(NULL, 0, out[i].p, out[i].size, out[i].used);
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid, CUpti_Activity **record)
+{
+	uint8_t *p = *record ? (uint8_t *)*record + REC_SIZE : buffer;
+
+	if (p + REC_SIZE > buffer + valid)
+		return CUPTI_ERROR_MAX_LIMIT_REACHED;
+	*record = (CUpti_Activity *)p;
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext ctx, uint32_t stream, size_t *n)
+{
+	(void)ctx;
+	(void)stream;
+	pthread_mutex_lock(&mu);
+	*n = dropped;
+	dropped = 0;
+	pthread_mutex_unlock(&mu);
+	return CUPTI_SUCCESS;
+}
+
+/* Everything ends; buffers never handed back are CUPTI's to drop. */
+EXPORT CUptiResult CUPTIAPI cuptiFinalize(void)
+{
+	uint64_t t0 = mono_ns();
+
+	pthread_mutex_lock(&mu);
+	subscribed = kernel_act = dirty = set_up = false;
+	memset(cb_on, 0, sizeof(cb_on));
+	req_fn = NULL;
+	done_fn = NULL;
+	nbufs = 0;
+	if (kernel_name) {
+		kernel_name[0] = '?';
+		free(kernel_name);
+		kernel_name = NULL;
+	}
+	pthread_mutex_unlock(&mu);
+	spin_until(t0 + finalize_ns);
+	return CUPTI_SUCCESS;
+}
