@@ -154,6 +154,36 @@ TEST(drift_cancels_with_many_calls_a_look)
 	CHECK(cfg.cost.on_ns > cfg.cost.off_ns + 2000 && cfg.cost.on_ns < cfg.cost.off_ns + 4000);
 }
 
+/* A device-bound job: its first launches fill an empty queue and return in 2 us, later
+ * ones wait for a kernel to end (20 us), and so do those after the finalize once the
+ * queue the stall drained is full again (the first 40 of the last phase: 2 us). Activity
+ * adds 1 us. The warm-up and the settling keep the fast ones out: 1 us found, not 18. */
+TEST(device_bound_start_not_charged_to_cupti)
+{
+	uint64_t t0 = 0;
+	int want = 0, guard = 0, fast2 = 40;
+
+	reset(100);
+	want = step_now();
+	while (cfg.cost.state == DEV_COST_MEASURING && guard++ < 100000) {
+		for (int i = 0; i < 20; i++) {
+			bool slow;
+
+			t0 = t0 ? t0 : now_ns();
+			slow = now_ns() - t0 > 100000000ull && !(st.timing.phase == 2 && fast2 > 0);
+			if (st.timing.phase == 2 && fast2 > 0 && st.timing.n[0] > st.timing.off1)
+				fast2--;
+			launch(slow ? 20000 : 2000, 1000, want);
+		}
+		want = step_now();
+	}
+	CHECK_INT(cfg.cost.state, DEV_COST_DONE);
+	printf("# device-bound: on %llu ns, off %llu ns\n", (unsigned long long)cfg.cost.on_ns,
+	       (unsigned long long)cfg.cost.off_ns);
+	CHECK(cfg.cost.off_ns > 18000);
+	CHECK(cfg.cost.on_ns < cfg.cost.off_ns + 2500);
+}
+
 TEST(idle_job_measured_again_later)
 {
 	uint64_t wake, t = 1000000000ull;
@@ -407,10 +437,12 @@ TEST(every_changes_only_where_both_periods_begin)
 			if (w->id != id || !w->close)
 				break;
 			seen = id;
-			/* the window's own period: K slots of its length, where it lies */
+			/* the window's own period: K slots of its length, from where the
+			 * library says it begins (in gpubpf's periods), around its slot */
 			len = (w->slot_close - w->slot_open) * w->k;
 			len = (len + P / 2) / P * P;
-			start = w->slot_open / len * len;
+			start = w->period * P;
+			CHECK(start <= w->slot_open && w->slot_close <= start + len);
 			if (n < 2048) {
 				wo[n] = start;
 				wc[n] = start + len;
@@ -429,6 +461,36 @@ TEST(every_changes_only_where_both_periods_begin)
 	CHECK_INT(gaps, 0);
 	CHECK_INT(overlaps, 0);
 	CHECK(sc.every == 1 || sc.every == 2 || sc.every == 4 || sc.every == 8);
+	/* the first window's period begins in gpubpf's period of the first plan */
+	CHECK(wo[0] / P == t0 / P);
+}
+
+/* gpubpf knows the set-up's cost from the measurement, which set CUPTI up and tore it
+ * down once, and asks for a longer period before any window: taken at once, so the job's
+ * first seconds do not pay a set-up every period. */
+TEST(every_at_once_before_the_first_window)
+{
+	const uint64_t P = 1000000000ull;
+	uint64_t t = 40 * P + 5, wake;
+	int want;
+
+	reset(1000);
+	st.windowed = true;
+	cfg.cost.state = DEV_COST_MEASURING;
+	inj_sched_switched(&sc, &st, &cfg, INJ_CB | INJ_ACT, t, t + 12000000ull);
+	CHECK_INT(sc.measure_switch_ns, 12000000ull);
+	cfg.cost.state = DEV_COST_DONE;
+	cfg.cost.switch_ns = sc.measure_switch_ns;
+	cfg.every = 8;
+	cfg.duty_ppm = 10000;
+	want = inj_sched_step(&sc, &st, &cfg, t, &wake);
+	(void)want;
+	CHECK_INT(sc.every, 8);
+	CHECK(sc.cur > 0);
+	/* its period: 8 s from the start of the second of the plan, its slot inside */
+	CHECK_INT(cfg.win[sc.cur - 1].period, 40);
+	CHECK(cfg.win[sc.cur - 1].slot_open >= 40 * P && cfg.win[sc.cur - 1].slot_close <= 48 * P);
+	CHECK_INT(cfg.win[sc.cur - 1].k, 100);
 }
 
 /* CUPTI takes 10-20 ms to set up on an H100: the library sets it up that long ahead of a
@@ -474,6 +536,7 @@ int main(int argc, char **argv)
 	RUN(trimmed_mean);
 	RUN(cost_measured_on_real_calls);
 	RUN(drift_cancels_with_many_calls_a_look);
+	RUN(device_bound_start_not_charged_to_cupti);
 	RUN(idle_job_measured_again_later);
 	RUN(measurement_waits_for_the_first_launch);
 	RUN(measurement_turns_activity_on_once);
@@ -481,6 +544,7 @@ int main(int argc, char **argv)
 	RUN(one_window_a_period_at_random);
 	RUN(every_changes_only_where_both_periods_begin);
 	RUN(set_up_ahead_of_the_slot);
+	RUN(every_at_once_before_the_first_window);
 	RUN(late_window_stands_in_from_then);
 	RUN(lost_exit_across_a_switch_is_not_nesting);
 	RUN(names_wanted_keeps_callbacks_between_windows);

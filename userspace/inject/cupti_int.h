@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* What cupti_backend.c shares with synth_backend.c, the backend tests drive without a
+/* What cupti_backend.c and cupti_structs.c share with synth_backend.c, the backend tests drive without a
  * GPU: the record conversion, the callback and the clock are the production ones. */
 #ifndef GPUBPF_INJECT_CUPTI_INT_H
 #define GPUBPF_INJECT_CUPTI_INT_H
@@ -18,8 +18,10 @@ extern uint64_t (*inj_device_clock)(void);
 uint64_t inj_mono_ns(void);
 /* the offset from the device clock to CLOCK_MONOTONIC, sampled now */
 void inj_sample_clock(void);
-/* one CUPTI activity record into records.c */
+/* one CUPTI activity record into records.c (cupti_structs.c) */
 void inj_handle_record(const CUpti_Activity *r);
+/* the handle a launch callback's call passes (a host stub, cudaKernel_t or CUfunction) */
+uint64_t inj_launch_handle(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *params);
 void CUPTIAPI inj_on_callback(void *userdata, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data);
 
 #endif /* GPUBPF_INJECT_CUPTI_INT_H */

@@ -93,13 +93,18 @@ static void measure_end(struct inj_sched *sc, struct inj_state *s, volatile stru
 		cfg->cost.off_ns = (cfg->cost.off_ns + inj_tmean(t->ns[0] + off1, n0 - off1)) / 2;
 	cfg->cost.on_ns = inj_tmean(t->ns[1], n1);
 	cfg->cost.callback_ns = calls ? cb / calls : 0;
+	/* it set CUPTI up and tore it down once, as a window does: what gpubpf plans the
+	 * windows' period from before the first one (a window's own replace it) */
+	if (!cfg->cost.switch_ns)
+		cfg->cost.switch_ns = sc->measure_switch_ns;
 	__atomic_store_n(&cfg->cost.state, DEV_COST_DONE, __ATOMIC_RELEASE);
 }
 
-static void measure_start(struct inj_state *s, volatile struct dev_config *cfg, uint64_t now)
+static void measure_start(struct inj_sched *sc, struct inj_state *s, volatile struct dev_config *cfg, uint64_t now)
 {
 	struct inj_timing *t = &s->timing;
 
+	sc->measure_switch_ns = 0;
 	t->n[0] = t->n[1] = 0;
 	t->cb_ns = t->cb_calls = 0;
 	t->activity = false;
@@ -118,6 +123,7 @@ static void next_phase(struct inj_timing *t, uint64_t now)
 {
 	__atomic_store_n(&t->phase, t->phase + 1, __ATOMIC_RELEASE);
 	t->phase_at = now;
+	t->first = 0;
 	__atomic_store_n(&t->activity, t->phase == 1, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&t->gen, 1, __ATOMIC_ACQ_REL);
 }
@@ -136,17 +142,31 @@ static int measure_step(struct inj_sched *sc, struct inj_state *s, volatile stru
 	uint32_t n0 = __atomic_load_n(&t->n[0], __ATOMIC_RELAXED), n1 = __atomic_load_n(&t->n[1], __ATOMIC_RELAXED);
 	bool over = now - t->phase_at >= INJ_MEASURE_NS / 3;
 
-	/* The first phase's time runs from the job's first launch call, not from attach: a
-	 * job attached at cuInit creates its context first (hundreds of ms on an H100), and
-	 * a callback that no call meets costs nothing. A job with no launch at all for
+	/* The first phase's time runs from INJ_MEASURE_WARMUP_NS after the job's first
+	 * launch call, not from attach: a job attached at cuInit creates its context first
+	 * (hundreds of ms on an H100), and a callback that no call meets costs nothing; and
+	 * a job's first launches are not its launches (modules load; an empty device queue
+	 * fills, so a device-bound job's first calls return at once and later ones wait for
+	 * a kernel to end: "off" then timed the fast ones, and CUPTI was charged the wait).
+	 * Calls until then are not kept. A job with no launch at all for
 	 * INJ_MEASURE_WAIT_NS is idle. */
-	if (t->phase == 0 && !n0) {
+	if (t->phase == 0 && !n0 && !t->first) {
 		over = now - t->phase_at >= INJ_MEASURE_WAIT_NS;
-	} else if (t->phase == 0 && !t->first) {
-		t->first = now;
+	} else if (t->phase == 0 && (!t->first || now < t->first + INJ_MEASURE_WARMUP_NS)) {
+		if (!t->first)
+			t->first = now;
+		__atomic_store_n(&t->n[0], 0, __ATOMIC_RELEASE);
+		n0 = 0;
 		over = false;
 	} else if (t->phase == 0) {
-		over = now - t->first >= INJ_MEASURE_NS / 3;
+		over = now - (t->first + INJ_MEASURE_WARMUP_NS) >= INJ_MEASURE_NS / 3;
+	} else if (t->phase == 2 && (!t->first || now < t->first + INJ_MEASURE_SETTLE_NS) && n0 > t->off1) {
+		/* the same after the finalize: the launching thread that ran it stalled, and a
+		 * device-bound job's queue fills again (a millisecond or so) */
+		if (!t->first)
+			t->first = now;
+		__atomic_store_n(&t->n[0], t->off1, __ATOMIC_RELEASE);
+		n0 = t->off1;
 	}
 	if (t->phase == 0 && (over || n0 >= INJ_MEASURE_CALLS / 2)) {
 		/* the calls kept: a launch of 5 us makes 800 in one look, and the last phase
@@ -172,18 +192,19 @@ end:
 	return 0;
 }
 
-/* Plan the window of period P: K slots, one drawn. */
+/* Plan the window of period P (counted from sc->origin): K slots, one drawn. */
 static volatile struct dev_win *plan(struct inj_sched *sc, volatile struct dev_config *cfg, uint64_t p, uint64_t period,
 				     uint64_t now)
 {
 	uint32_t id = cfg->win_next ? cfg->win_next : 1, k = inj_slots(cfg->duty_ppm, period);
-	uint64_t j = k > 1 ? (rng(sc, now) >> 11) % k : 0, start = p * period;
+	uint64_t j = k > 1 ? (rng(sc, now) >> 11) % k : 0, start = sc->origin + p * period;
 	volatile struct dev_win *w = &cfg->win[id % DEV_WIN_RING];
 
 	w->id = 0; /* a reader never sees half of an entry as the new window's */
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	w->k = k;
-	w->period = p;
+	/* where its period begins, in gpubpf's periods */
+	w->period = start / ((uint64_t)cfg->period_ms * 1000000ull);
 	w->slot_open = start + j * period / k;
 	w->slot_close = j + 1 >= k ? start + period : start + (j + 1) * period / k;
 	w->open = w->close = w->launches = w->switch_ns = 0;
@@ -219,13 +240,17 @@ int inj_sched_step(struct inj_sched *sc, struct inj_state *s, volatile struct de
 	if (unit && every_of(cfg) != sc->every) {
 		uint32_t next = every_of(cfg);
 
-		if (next != sc->every_next) {
+		if (!sc->origin) {
+			/* no window planned yet (gpubpf knew the set-up's cost from the
+			 * measurement): at once, not after seconds of dear windows */
+			sc->every = sc->every_next = next;
+		} else if (next != sc->every_next) {
 			uint64_t big = unit * (next > sc->every ? next : sc->every);
 
 			sc->every_next = next;
-			sc->every_at = (now / big + 1) * big;
+			sc->every_at = sc->origin + ((now - sc->origin) / big + 1) * big;
 		}
-		if (now >= sc->every_at) {
+		if (sc->origin && now >= sc->every_at) {
 			sc->every = next;
 			sc->period = UINT64_MAX; /* planned anew in the new periods */
 		}
@@ -238,14 +263,18 @@ int inj_sched_step(struct inj_sched *sc, struct inj_state *s, volatile struct de
 	}
 	s->windowed = true;
 	if (cfg->cost.state == DEV_COST_NONE || (cfg->cost.state == DEV_COST_IDLE && now >= sc->retry_at))
-		measure_start(s, cfg, now);
+		measure_start(sc, s, cfg, now);
 	if (cfg->cost.state == DEV_COST_MEASURING)
 		return measure_step(sc, s, cfg, now, wake);
 	/* between windows: callbacks only while gpubpf has launch handles to name */
 	idle = cfg->names_wanted ? INJ_CB : 0;
 	if (!cfg->duty_ppm)
 		return idle; /* gpubpf has not planned yet */
-	p = now / period;
+	/* the windows' periods count from the start of gpubpf's period of the first plan:
+	 * the first one begins at most one of gpubpf's periods before it, whatever EVERY */
+	if (!sc->origin)
+		sc->origin = now / unit * unit;
+	p = (now - sc->origin) / period;
 	w = sc->cur ? &cfg->win[sc->cur - 1] : NULL;
 	if (w && w->open && !w->close && now >= w->slot_close) {
 		/* the window's end: followed launches stop before activity does */
@@ -257,7 +286,7 @@ int inj_sched_step(struct inj_sched *sc, struct inj_state *s, volatile struct de
 	if (!w || w->close || (!w->open && sc->period != p)) {
 		/* a slot that passed while the watcher slept is planned anew in its period */
 		if (sc->period == p && w && w->close) {
-			*wake = (p + 1) * period;
+			*wake = sc->origin + (p + 1) * period;
 			return idle;
 		}
 		w = plan(sc, cfg, p, period, now);
@@ -300,7 +329,11 @@ void inj_sched_switched(struct inj_sched *sc, struct inj_state *s, volatile stru
 	bool open =
 	    s->windowed && (want & INJ_ACT) && cfg->cost.state != DEV_COST_MEASURING && w && w->open && !w->close;
 
+	if (open && !__atomic_load_n(&s->win_id, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&s->in_followed, 0, __ATOMIC_RELEASE); /* none can be yet */
 	__atomic_store_n(&s->win_id, open ? w->id : 0, __ATOMIC_RELEASE);
+	if (s->windowed && cfg->cost.state == DEV_COST_MEASURING && t1 > t0)
+		sc->measure_switch_ns += t1 - t0;
 	if (!s->windowed || cfg->cost.state == DEV_COST_MEASURING || !w || !w->id || t1 <= t0)
 		return;
 	w->switch_ns += t1 - t0;

@@ -77,7 +77,7 @@ struct inj_timing {
 	uint8_t phase;		       /* 0: off, before; 1: on; 2: off again, after a finalize */
 	uint32_t off1;		       /* calls of n[0] kept in phase 0 */
 	uint64_t phase_at;	       /* when the phase began */
-	uint64_t first;		       /* when the watcher first saw a timed call (phase 0) */
+	uint64_t first;		       /* when the watcher first saw a timed call in the phase */
 	uint32_t gen;		       /* bumped at each switch: a call that spans one is not kept */
 	uint32_t n[2];		       /* calls kept, [activity off, on] */
 	uint32_t ns[2][INJ_TIMED_MAX]; /* their durations */
@@ -96,6 +96,10 @@ struct inj_state {
 	 * never see its exit callback (CUPTI stops calling back), so a later enter is not
 	 * nested in it. */
 	uint32_t cb_gen;
+	/* Followed calls between their enter and exit callbacks (a window's end waits for
+	 * them: a launch followed in it makes its record only inside the driver); reset when
+	 * a window opens, so a call whose exit never came is not waited for again. */
+	int32_t in_followed;
 	struct inj_timing timing;
 	uint32_t epoch;
 	uint32_t sampled[INJ_SAMPLED_SLOTS]; /* corr stored at corr % slots: "corr was followed" */
@@ -129,6 +133,9 @@ void inj_new_epoch(struct inj_state *s);
  * its probes count by the handle they pass. */
 void inj_announce_handle(struct inj_state *s, uint64_t handle, const char *name);
 
+/* Wait, at most MAX_NS, for the followed calls in flight to exit. True if none is left. */
+bool inj_wait_followed(struct inj_state *s, uint64_t max_ns);
+
 /* API callbacks (enter and exit of each followed call, on the calling thread). Nested
  * calls (the runtime calling the driver) follow the outer call's decision. */
 void inj_api_enter(struct inj_state *s, enum inj_api_class cls, uint32_t domain, uint32_t cbid, uint32_t corr,
@@ -153,9 +160,12 @@ void inj_count_lost(struct inj_state *s, uint64_t n);
 #define INJ_MEASURE_CALLS 256		   /* ... or until each half (on, off) has this many calls */
 #define INJ_MEASURE_MIN 16		   /* fewer in a half: too few to say (DEV_COST_IDLE) */
 #define INJ_MEASURE_WAIT_NS 10000000000ull /* no launch call this long from its start: idle */
+#define INJ_MEASURE_WARMUP_NS 300000000ull /* ... and none kept this long after the first */
+#define INJ_MEASURE_SETTLE_NS 5000000ull   /* ... nor this long after the finalize */
 #define INJ_REMEASURE_NS 2000000000ull	   /* an idle measurement is tried again after this */
 #define INJ_MIN_SLOT_NS 2000000ull	   /* the shortest window worth opening */
 #define INJ_RETRY_NS 1000000ull		   /* a switch not yet done is tried again after this */
+#define INJ_FOLLOWED_WAIT_NS 200000ull	   /* a window's end waits this long for its calls */
 #define INJ_LEAD_MAX_NS 100000000ull	   /* CUPTI set up at most this long ahead of a window */
 
 /* The schedule of windows: its state lives in CFG (the config gpubpf reads) and S. */
@@ -169,6 +179,8 @@ struct inj_sched {
 	 * periods or in none (every is a power of two) */
 	uint32_t every, every_next;
 	uint64_t every_at;
+	uint64_t origin;	    /* the periods count from here (0: no window planned yet) */
+	uint64_t measure_switch_ns; /* the cost measurement's switches (set-up, teardown) */
 };
 
 /* The watcher's step at NOW (CLOCK_MONOTONIC ns): the state activity and callbacks should

@@ -3,6 +3,7 @@
  * records are kept, and how they are batched for the records() probe. No CUPTI types
  * here, so tests/unit/test_cupti.c exercises exactly this code. */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -221,6 +222,8 @@ void inj_api_enter(struct inj_state *s, enum inj_api_class cls, uint32_t domain,
 	/* An enter after callbacks were switched off and on: the call this thread was in
 	 * lost its exit callback, and this one is not inside it. */
 	if (tls_depth > 0 && gen != tls_cb_gen) {
+		if (tls_sampled)
+			__atomic_sub_fetch(&s->in_followed, 1, __ATOMIC_RELEASE);
 		tls_depth = 0;
 		tls_sampled = false;
 		tls_t0 = 0;
@@ -265,6 +268,7 @@ void inj_api_enter(struct inj_state *s, enum inj_api_class cls, uint32_t domain,
 		time_callback(s, t0);
 		return;
 	}
+	__atomic_add_fetch(&s->in_followed, 1, __ATOMIC_ACQ_REL);
 	if (cls == INJ_API_COPY)
 		__atomic_add_fetch(&s->ctr.copies_sampled, 1, __ATOMIC_RELAXED);
 	else
@@ -295,12 +299,26 @@ void inj_api_exit(struct inj_state *s)
 	if (tls_depth > 0)
 		tls_depth--;
 	if (tls_depth == 0) {
+		if (tls_sampled)
+			__atomic_sub_fetch(&s->in_followed, 1, __ATOMIC_RELEASE);
 		tls_sampled = false;
 		if (tls_t0 && t0)
 			timed_call(s, t0);
 		tls_t0 = 0;
 	}
 	time_callback(s, t0);
+}
+
+bool inj_wait_followed(struct inj_state *s, uint64_t max_ns)
+{
+	uint64_t t0 = now_ns();
+
+	while (__atomic_load_n(&s->in_followed, __ATOMIC_ACQUIRE) > 0) {
+		if (now_ns() - t0 >= max_ns)
+			return false;
+		sched_yield();
+	}
+	return true;
 }
 
 /* Under lock. A kernel name's id, announcing it once per attach generation. Keyed by its
