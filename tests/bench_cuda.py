@@ -149,13 +149,25 @@ def device_time(out):
     """Device time in windows: the synthetic producer's launch-bound loop (launches of 5 us,
     3 us dearer while "CUPTI" has activity on, 5 us of work after each), alone, under gpubpf
     in default mode (device time in windows of the budget's duty) and with --exact (activity
-    on and every launch followed all the time: what device time cost before issue 13)."""
-    prod = os.path.join(os.path.dirname(CW), "inject", "producer")
+    on and every launch followed all the time: what device time cost before issue 13).
+    Then the CUPTI backend itself against tests/workloads/inject/cupti_model (a CUPTI that
+    behaves as the H100's: 4.5 us launches, 1.5 us dearer from activity's first enable until
+    cuptiFinalize, 10 ms to set up and 3 ms to tear down a window), launch-bound (1 us
+    kernels) and device-bound (20 us kernels, a queue of 1024), in default mode."""
+    inj = os.path.join(os.path.dirname(CW), "inject")
+    prod, model = os.path.join(inj, "producer"), os.path.join(inj, "libcupti_model.so")
     if not os.path.exists(prod):
         return
-    wl = [prod, "loop", str(SECS)]
+    synth = "synthetic CUPTI (5 us launches, +3 us with activity on)"
+    cases = [(synth, [prod, "loop", str(SECS)], "default (--overhead-budget 1)", []),
+             (synth, [prod, "loop", str(SECS)], "--exact", ["--exact"])]
+    if os.path.exists(model):
+        cases += [(f"CUPTI model of the H100's, {what}", [prod, "model", str(SECS), ns, model],
+                   "default (--overhead-budget 1)", [])
+                  for what, ns in (("1 us kernels (launch-bound)", "1000"),
+                                   ("20 us kernels (device-bound)", "20000"))]
     pat = r"launches_per_sec=([0-9.]+)"
-    for name, extra in (("default (--overhead-budget 1)", []), ("--exact", ["--exact"])):
+    for what, wl, name, extra in cases:
         alone, under, ests = [], [], []
         for _ in range(RUNS):
             r = subprocess.run(wl, check=True, stdout=subprocess.PIPE, text=True,
@@ -168,7 +180,7 @@ def device_time(out):
         print(f"   runs alone (k/s): {' '.join(f'{x / 1e3:.1f}' for x in alone)}; "
               f"with gpubpf: {' '.join(f'{x / 1e3:.1f}' for x in under)}; estimated overhead (%): "
               f"{' '.join(fmt_est(x) for x in ests)}")
-        print(f"1d. device time, synthetic CUPTI (5 us launches, +3 us with activity on), {name}: "
+        print(f"1d. device time, {what}, {name}: "
               f"{a / 1e3:.1f}k launches/s alone, {u / 1e3:.1f}k with gpubpf: wall-time ratio {a / u:.3f}; "
               f"{est_text(ests)}, measured {100 * (a / u - 1):.2g}% (target: ratio <= 1.02 in default mode; "
               f"median of {RUNS}){noise_text(alone, under)}", flush=True)

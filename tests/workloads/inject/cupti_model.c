@@ -3,7 +3,9 @@
  * contract and behaves as the one measured on an H100 (tests/workloads/cuda/cupti_cost,
  * docs/DEVICE_TIME.md), so that the injection library's CUPTI backend, which only a GPU
  * otherwise runs, is tested here. A job (tests/workloads/inject/producer "model") loads
- * it as PyTorch loads its own libcupti, and launches through cupti_model_launch().
+ * it as PyTorch loads its own libcupti, and launches through cupti_model_launch(), which
+ * calls the job's libcuda (the stub here) inside each launch, as the driver's entry point
+ * is what gpubpf's probes see.
  *
  * What it keeps of the contract (cupti_activity.h, cupti_callbacks.h):
  *   - one subscriber; callbacks for the enabled callback ids only, ENTER and EXIT;
@@ -23,7 +25,7 @@
  *     set-up was 9-17 ms there), cuptiFinalize 3 ms (2-4 ms); CUPTI_MODEL_SETUP_US and
  *     CUPTI_MODEL_FINALIZE_US set others.
  * It is no GPU: kernels are times on the device clock, nothing runs. CUPTI_MODEL_DEBUG=1
- * says what each flush hands back. */
+ * counts the launches in each state at exit; =2 also says what each flush hands back. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdbool.h>
@@ -70,6 +72,9 @@ static struct mbuf bufs[MODEL_BUFS]; /* [0, nbufs): in CUPTI's hands, the last o
 static int nbufs;
 static size_t dropped;
 static uint32_t corr_next = 1;
+/* CUPTI_MODEL_DEBUG: launch calls in each state (enum st) and their time; set-ups, finalizes */
+enum st { ST_NONE, ST_SUBSCRIBED, ST_AFTER_ACTIVITY, ST_ACTIVITY, ST_N };
+static uint64_t ns_state[ST_N], n_state[ST_N], n_fin, n_setup;
 
 __attribute__((constructor)) static void model_settings(void)
 {
@@ -87,6 +92,15 @@ static uint64_t mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* CUPTI_MODEL_DEBUG=2: each call that changes CUPTI's state, with its time */
+static void trace_call(const char *what, int arg)
+{
+	const char *d = getenv("CUPTI_MODEL_DEBUG");
+
+	if (d && strcmp(d, "2") == 0)
+		fprintf(stderr, "model: %.6f %s %d\n", (double)mono_ns() / 1e9, what, arg);
 }
 
 static void spin_until(uint64_t t)
@@ -118,8 +132,10 @@ static CUpti_ActivityKernel10 *record_slot(void)
 	return (CUpti_ActivityKernel10 *)(b->p + b->used - REC_SIZE);
 }
 
-/* One cuLaunchKernel of a kernel of KERNEL_NS, as the driver with CUPTI runs it. */
-EXPORT void cupti_model_launch(uint64_t kernel_ns)
+/* One cuLaunchKernel of a kernel of KERNEL_NS, as the driver with CUPTI runs it; DRIVER,
+ * if any, is called with the kernel's handle inside it (the job's libcuda: what gpubpf's
+ * probes see of a launch). */
+EXPORT void cupti_model_launch(uint64_t kernel_ns, void (*driver)(void *f))
 {
 	static char handle_obj;
 	cuLaunchKernel_params params = {.f = (CUfunction)(void *)&handle_obj};
@@ -130,8 +146,9 @@ EXPORT void cupti_model_launch(uint64_t kernel_ns)
 	};
 	CUpti_CallbackFunc fn;
 	void *ud;
-	uint64_t t0 = mono_ns(), cost = MODEL_LAUNCH_NS, wait, start, end;
+	uint64_t t0, cost = MODEL_LAUNCH_NS, wait, start, end, whole = mono_ns();
 	bool follow;
+	enum st state;
 
 	pthread_mutex_lock(&mu);
 	cb.correlationId = corr_next++;
@@ -145,8 +162,14 @@ EXPORT void cupti_model_launch(uint64_t kernel_ns)
 	}
 	pthread_mutex_lock(&mu);
 	cost += (subscribed ? MODEL_SUBSCRIBED_NS : 0) + (dirty ? MODEL_DIRTY_NS : 0);
+	state = kernel_act ? ST_ACTIVITY : dirty ? ST_AFTER_ACTIVITY : subscribed ? ST_SUBSCRIBED : ST_NONE;
 	wait = queue_end[queue_head]; /* a full queue: the kernel MODEL_QUEUE launches back */
 	pthread_mutex_unlock(&mu);
+	/* the driver's own work comes after whatever ran before it in the call (a probe's
+	 * trap, a callback): it adds, as a real launch's does */
+	if (driver)
+		driver(params.f);
+	t0 = mono_ns();
 	spin_until(t0 + cost);
 	spin_until(wait);
 	pthread_mutex_lock(&mu);
@@ -176,6 +199,8 @@ EXPORT void cupti_model_launch(uint64_t kernel_ns)
 		cb.callbackSite = CUPTI_API_EXIT;
 		fn(ud, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
 	}
+	__atomic_add_fetch(&ns_state[state], mono_ns() - whole, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&n_state[state], 1, __ATOMIC_RELAXED);
 }
 
 /* ---- the subset of CUPTI's API the injection library uses ------------------------------ */
@@ -203,6 +228,7 @@ EXPORT CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *subscriber, C
 {
 	CUptiResult r = CUPTI_SUCCESS;
 
+	trace_call("subscribe", subscribed);
 	pthread_mutex_lock(&mu);
 	if (subscribed) {
 		r = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
@@ -221,6 +247,7 @@ out:
 EXPORT CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber)
 {
 	(void)subscriber;
+	trace_call("unsubscribe", 0);
 	pthread_mutex_lock(&mu);
 	subscribed = false;
 	pthread_mutex_unlock(&mu);
@@ -274,20 +301,24 @@ EXPORT CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
 
 	if (kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
 		return CUPTI_SUCCESS; /* copies and memsets: none are made */
+	trace_call("activity on", 1);
 	pthread_mutex_lock(&mu);
 	first = !set_up;
 	set_up = kernel_act = dirty = true;
 	if (!kernel_name)
 		kernel_name = strdup("_Z12model_kernelv");
 	pthread_mutex_unlock(&mu);
-	if (first)
+	if (first) {
 		spin_until(mono_ns() + setup_ns);
+		__atomic_add_fetch(&n_setup, 1, __ATOMIC_RELAXED);
+	}
 	return CUPTI_SUCCESS;
 }
 
 EXPORT CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind)
 {
 	if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+		trace_call("activity off", 0);
 		pthread_mutex_lock(&mu);
 		kernel_act = false;
 		pthread_mutex_unlock(&mu);
@@ -319,7 +350,7 @@ EXPORT CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
 	memmove(bufs, bufs + n, (size_t)(nbufs - n) * sizeof(bufs[0]));
 	nbufs -= n;
 	pthread_mutex_unlock(&mu);
-	if (getenv("CUPTI_MODEL_DEBUG"))
+	if (getenv("CUPTI_MODEL_DEBUG") && strcmp(getenv("CUPTI_MODEL_DEBUG"), "2") == 0)
 		fprintf(stderr, "model: flush %u: %d buffers, %d left, done %p\n", flag, n, nbufs, (void *)done);
 	for (int i = 0; i < n; i++)
 		if (done)
@@ -353,6 +384,7 @@ EXPORT CUptiResult CUPTIAPI cuptiFinalize(void)
 {
 	uint64_t t0 = mono_ns();
 
+	trace_call("finalize", 0);
 	pthread_mutex_lock(&mu);
 	subscribed = kernel_act = dirty = set_up = false;
 	memset(cb_on, 0, sizeof(cb_on));
@@ -366,5 +398,20 @@ EXPORT CUptiResult CUPTIAPI cuptiFinalize(void)
 	}
 	pthread_mutex_unlock(&mu);
 	spin_until(t0 + finalize_ns);
+	__atomic_add_fetch(&n_fin, 1, __ATOMIC_RELAXED);
 	return CUPTI_SUCCESS;
+}
+
+__attribute__((destructor)) static void model_stats(void)
+{
+	static const char *const names[ST_N] = {"without CUPTI", "subscribed", "after activity (to cuptiFinalize)",
+						"with activity on"};
+
+	if (!getenv("CUPTI_MODEL_DEBUG"))
+		return;
+	for (int i = 0; i < ST_N; i++)
+		fprintf(stderr, "model: %llu launches %s, %.2f us each\n", (unsigned long long)n_state[i], names[i],
+			n_state[i] ? (double)ns_state[i] / (double)n_state[i] / 1e3 : 0);
+	fprintf(stderr, "model: %llu set-ups, %llu finalizes\n", (unsigned long long)n_setup,
+		(unsigned long long)n_fin);
 }

@@ -50,6 +50,10 @@
 
 #include "../../../bpf/cupti.h" /* enum dev_status */
 
+#ifndef MODEL_LIBCUDA
+#define MODEL_LIBCUDA "libcuda.so.1"
+#endif
+
 int gpubpf_inject_test_start(void);
 int gpubpf_inject_test_activity(void);
 extern struct dev_config gpubpf_inject_config;
@@ -407,25 +411,39 @@ __attribute__((unused)) static int loop_run(double seconds)
 	return 0;
 }
 
-/* Launches through the CUPTI model, which calls the library as CUPTI would. */
-static void (*model_launch)(uint64_t kernel_ns);
+/* Launches through the CUPTI model, which calls the library as CUPTI would, and the
+ * driver's cuLaunchKernel (the stub libcuda here: it fails at once) inside each, where
+ * gpubpf's launch probe sees it. */
+static void (*model_launch)(uint64_t kernel_ns, void (*driver)(void *f));
+static int (*cu_launch)(void *f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *, void **,
+			void **);
+
+static void driver_launch(void *f)
+{
+	cu_launch(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+}
 
 __attribute__((noinline)) static void site_model_launch(uint64_t kernel_ns)
 {
-	model_launch(kernel_ns);
+	model_launch(kernel_ns, driver_launch);
 	w_bucket_add();
 }
 
 __attribute__((unused)) static int model_run(double seconds, uint64_t kernel_ns, const char *lib)
 {
 	bool alone = getenv("PRODUCER_ALONE") != NULL;
-	void *h = dlopen(lib, RTLD_NOW | RTLD_GLOBAL);
+	void *h = dlopen(lib, RTLD_NOW | RTLD_GLOBAL), *cuda = dlopen(MODEL_LIBCUDA, RTLD_NOW | RTLD_GLOBAL);
 	uint64_t n = 0;
 	double t;
 
-	model_launch = h ? (void (*)(uint64_t))dlsym(h, "cupti_model_launch") : NULL;
+	model_launch = h ? (void (*)(uint64_t, void (*)(void *)))dlsym(h, "cupti_model_launch") : NULL;
 	if (!model_launch) {
 		fprintf(stderr, "producer: cannot use the CUPTI model %s: %s\n", lib, dlerror());
+		return 2;
+	}
+	cu_launch = cuda ? dlsym(cuda, "cuLaunchKernel") : NULL;
+	if (!cu_launch) {
+		fprintf(stderr, "producer: no cuLaunchKernel in %s: %s\n", MODEL_LIBCUDA, dlerror());
 		return 2;
 	}
 	if (InitializeInjection() != 1) {
