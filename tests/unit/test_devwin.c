@@ -170,7 +170,7 @@ TEST(device_bound_start_not_charged_to_cupti)
 			bool slow;
 
 			t0 = t0 ? t0 : now_ns();
-			slow = now_ns() - t0 > 100000000ull && !(st.timing.phase == 2 && fast2 > 0);
+			slow = now_ns() - t0 > 50000000ull && !(st.timing.phase == 2 && fast2 > 0);
 			if (st.timing.phase == 2 && fast2 > 0 && st.timing.n[0] > st.timing.off1)
 				fast2--;
 			launch(slow ? 20000 : 2000, 1000, want);

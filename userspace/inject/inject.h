@@ -160,7 +160,7 @@ void inj_count_lost(struct inj_state *s, uint64_t n);
 #define INJ_MEASURE_CALLS 256		   /* ... or until each half (on, off) has this many calls */
 #define INJ_MEASURE_MIN 16		   /* fewer in a half: too few to say (DEV_COST_IDLE) */
 #define INJ_MEASURE_WAIT_NS 10000000000ull /* no launch call this long from its start: idle */
-#define INJ_MEASURE_WARMUP_NS 300000000ull /* ... and none kept this long after the first */
+#define INJ_MEASURE_WARMUP_NS 100000000ull /* ... and none kept this long after the first */
 #define INJ_MEASURE_SETTLE_NS 5000000ull   /* ... nor this long after the finalize */
 #define INJ_REMEASURE_NS 2000000000ull	   /* an idle measurement is tried again after this */
 #define INJ_MIN_SLOT_NS 2000000ull	   /* the shortest window worth opening */

@@ -18,8 +18,9 @@
  *     which are freed (their first byte overwritten first, so a reader that kept one
  *     sees the difference).
  * What it models of the H100 (measured; tests/gpu, docs/BENCHMARKS.md):
- *   - a launch takes MODEL_LAUNCH_NS, 200 ns more while subscribed and 1.5 us more from
- *     the first enable of kernel activity until cuptiFinalize (activity off or not);
+ *   - a launch takes MODEL_LAUNCH_NS, 200 ns more while subscribed, 500 ns more while it
+ *     is called back (CUPTI's own work: 0.4-1.4 us there) and 1.5 us more from the first
+ *     enable of kernel activity until cuptiFinalize (activity off or not);
  *   - 1024 launches can be queued: a launch waits for the kernel 1024 before it to end;
  *   - the first enable of kernel activity after a (re)start of CUPTI takes 10 ms (its
  *     set-up was 9-17 ms there), cuptiFinalize 3 ms (2-4 ms); CUPTI_MODEL_SETUP_US and
@@ -42,6 +43,7 @@
 #define MODEL_LAUNCH_NS 4500ull
 #define MODEL_SUBSCRIBED_NS 200ull
 #define MODEL_DIRTY_NS 1500ull
+#define MODEL_CALLBACKS_NS 500ull /* CUPTI's own work to call back (enter and exit) */
 /* set-up and teardown; CUPTI_MODEL_SETUP_US and CUPTI_MODEL_FINALIZE_US change them */
 static uint64_t setup_ns = 10000000ull, finalize_ns = 3000000ull;
 #define MODEL_QUEUE 1024
@@ -161,7 +163,8 @@ EXPORT void cupti_model_launch(uint64_t kernel_ns, void (*driver)(void *f))
 		fn(ud, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
 	}
 	pthread_mutex_lock(&mu);
-	cost += (subscribed ? MODEL_SUBSCRIBED_NS : 0) + (dirty ? MODEL_DIRTY_NS : 0);
+	cost +=
+	    (subscribed ? MODEL_SUBSCRIBED_NS : 0) + (dirty ? MODEL_DIRTY_NS : 0) + (follow ? MODEL_CALLBACKS_NS : 0);
 	state = kernel_act ? ST_ACTIVITY : dirty ? ST_AFTER_ACTIVITY : subscribed ? ST_SUBSCRIBED : ST_NONE;
 	wait = queue_end[queue_head]; /* a full queue: the kernel MODEL_QUEUE launches back */
 	pthread_mutex_unlock(&mu);
