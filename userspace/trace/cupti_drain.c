@@ -95,12 +95,17 @@ static int add_dev_sample(struct cupti_tracer *c, const struct dev_key *k, const
 	SESSION_VALUES(values);
 	/* In windows: each record counts 1/p of its window (cupti_win.c). Otherwise the
 	 * followed share of a process's calls scales it (1 when every call is followed). */
-	/* The cost measurement's launches: no window's weight is theirs. */
+	/* The cost measurement's launches: every one in its "on" phase was followed, at the
+	 * start of the job's launches, where a short job's are; counted once, as what they
+	 * are (the windows' periods come after it), not in the windows' books. */
 	if (k->window == DEV_WIN_MEASURE) {
 		c->measured_recs += v->count;
-		return 0;
-	}
-	if (c->win && k->window) {
+		if (k->kind == DEV_KERNEL) {
+			c->measured_kernels += v->count;
+			c->measured_kernel_ns += v->ns;
+		}
+		w = 1;
+	} else if (c->win && k->window) {
 		struct est_delay d;
 
 		w = cpt_win_weight(c, k->tgid, k->tid, k->window, &period, &d);
@@ -129,15 +134,19 @@ static int add_dev_sample(struct cupti_tracer *c, const struct dev_key *k, const
 			leaf[nleaf].name = kbuf;
 		}
 		nleaf++;
-		c->kernels += v->count;
-		c->kernel_ns += v->ns;
+		if (k->window != DEV_WIN_MEASURE) {
+			c->kernels += v->count;
+			c->kernel_ns += v->ns;
+		}
 	} else {
 		scale = w > 0 ? w : c->win ? 1 : p ? cupti__scale(p->ctr.copies_seen, p->ctr.copies_sampled) : 1;
 		values[s->t_gpu_memcpy_ns] = llround((double)v->ns * scale);
 		leaf[nleaf++] = (struct prof_frame){
 		    .kind = PROF_FRAME_SYNTH, .name = cpt_dir_frame(k->kind == DEV_MEMSET ? DEV_DIR_MEMSET : k->dir)};
-		c->copies += v->count;
-		c->copy_ns += v->ns;
+		if (k->window != DEV_WIN_MEASURE) {
+			c->copies += v->count;
+			c->copy_ns += v->ns;
+		}
 	}
 	api = k->cbinfo ? cpt_get_str(&c->tab, k->tgid, DEV_NAME_API | k->cbinfo, HK_NAME) : NULL;
 	if (api)
@@ -350,11 +359,11 @@ int cupti__add_comments(struct cupti_tracer *c, double elapsed)
 		    " launches and copies followed in %" PRIu64 " windows; each record counts 1/p of its window in "
 		    "gpu_kernel_time and gpu_memcpy_time (estimates of the whole recording); %" PRIu64
 		    " records of a window whose books were gone counted once, %" PRIu64
-		    " of the cost measurement's launches not counted, %" PRIu64 " lost, %" PRIu64
+		    " of the cost measurement's launches counted once (%.3f ms), %" PRIu64 " lost, %" PRIu64
 		    " without a launch stack, %" PRIu64 " invalid",
 		    st.attached, st.objects, st.kernels, (double)st.kernel_ns / 1e6, st.copies,
-		    (double)st.copy_ns / 1e6, c->followed, c->windows, c->unweighted, c->measured_recs, st.lost,
-		    st.unjoined, st.invalid);
+		    (double)st.copy_ns / 1e6, c->followed, c->windows, c->unweighted, c->measured_recs,
+		    (double)c->measured_kernel_ns / 1e6, st.lost, st.unjoined, st.invalid);
 	}
 	if (st.max_rate)
 		snprintf(rate, sizeof(rate), "at most %u/s", st.max_rate);

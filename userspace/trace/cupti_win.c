@@ -128,7 +128,9 @@ static bool launch_cost(const struct cupti_tracer *c, const struct cpt_wtarget *
 	if (k->state != DEV_COST_DONE)
 		return false;
 	act = k->on_ns > k->off_ns ? (double)(k->on_ns - k->off_ns) / 1e9 : 0;
-	cb = (double)k->callback_ns / 1e9;
+	/* the callbacks: the library's time in them, timed, and CUPTI's dispatch to them,
+	 * which both halves of the measurement had and the job between windows has not */
+	cb = (double)k->callback_ns / 1e9 + DEV_CB_DISPATCH_S;
 	*cost = act + cb;
 	*base = fmax((double)k->off_ns / 1e9 - cb, 0.5e-6);
 	return true;
@@ -387,7 +389,7 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 			continue;
 		act += w->cost.on_ns > w->cost.off_ns ? (double)(w->cost.on_ns - w->cost.off_ns) : 0;
 		cb += (double)w->cost.callback_ns;
-		base += (double)w->cost.off_ns;
+		base += (double)w->cost.off_ns - DEV_CB_DISPATCH_S * 1e9;
 		n++;
 	}
 	total = cupti__overhead(c, elapsed, parts);
@@ -406,25 +408,35 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 		    "gpu cost: device time in windows of %.3g%% of each %.3g s period%s, sized for a thread that does "
 		    "nothing but launch: a launch costs %.2f us more with it (CUPTI's activity and the launch probe "
 		    "%.2f us, measured in the job by timing launch calls followed with activity on against calls with "
-		    "it off, callbacks %.2f us timed in them) against %.2f us without; estimated overhead %.3g%% "
+		    "it off, callbacks %.2f us timed in them and CUPTI's dispatch to them %.2f us, the H100's) against "
+		    "%.2f us without; estimated overhead %.3g%% "
 		    "(%" PRIu64 " launches followed in %" PRIu64
 		    " windows %.3g%%, their switches %.3g%% (CUPTI set up and torn down, %.3g ms a window), the "
 		    "measurement %.3g%%, callbacks on outside windows (the measurement's warm-up, and in %" PRIu64
 		    " ticks to name new launch handles) %.3g%% (the library's time in them, and CUPTI's dispatch to "
 		    "them taken as the H100's 0.4 us), all launching threads together)",
-		    100 * c->duty, c->period * c->every, every, (act + cb) / n / 1e3, act / n / 1e3, cb / n / 1e3,
-		    (base - cb) / n / 1e3, 100 * total, c->followed, c->windows, 100 * parts[0], 100 * parts[1],
+		    100 * c->duty, c->period * c->every, every, (act + cb) / n / 1e3 + DEV_CB_DISPATCH_S * 1e6,
+		    act / n / 1e3, cb / n / 1e3, DEV_CB_DISPATCH_S * 1e6, (base - cb) / n / 1e3, 100 * total,
+		    c->followed, c->windows, 100 * parts[0], 100 * parts[1],
 		    c->windows ? (double)c->switch_ns / c->windows / 1e6 : 0, 100 * parts[2], c->naming_ticks,
 		    100 * parts[3]);
 	}
 	est_group_total(&c->est, 0, &k);
 	est_group_total(&c->est, 1, &t);
+	/* the cost measurement's kernels, counted once: what they were, with no error */
+	k.est += (double)c->measured_kernels;
+	k.lo += (double)c->measured_kernels;
+	k.hi += (double)c->measured_kernels;
+	t.est += (double)c->measured_kernel_ns;
+	t.lo += (double)c->measured_kernel_ns;
+	t.hi += (double)c->measured_kernel_ns;
 	if (k.sampled < 2) {
 		profile__add_comment(c->s->prof,
 				     "gpu estimate: kernels %s, kernel time %.4g ms, from %s device records seen in "
-				     "windows of %d periods (too few sampled periods for an interval)",
+				     "windows of %d periods (too few sampled periods for an interval) and %" PRIu64
+				     " of the cost measurement's, counted once",
 				     numfmt__grouped(e, sizeof(e), k.est), t.est / 1e6,
-				     numfmt__grouped(seen, sizeof(seen), k.seen), k.periods);
+				     numfmt__grouped(seen, sizeof(seen), k.seen), k.periods, c->measured_kernels);
 		return;
 	}
 	if (isinf(k.hi)) {
@@ -434,19 +446,21 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 				     "gpu estimate: kernels %s, 95%% CI %s-unbounded; kernel time %.4g ms, 95%% CI "
 				     "%.4g ms-unbounded (a thread that launched back to back spent all its time in "
 				     "CUPTI in a window, at its dearest: --exact follows every launch); from %s device "
-				     "records seen in windows of %d of %d periods",
+				     "records seen in windows of %d of %d periods and %" PRIu64
+				     " of the cost measurement's, counted once",
 				     numfmt__grouped(e, sizeof(e), k.est), numfmt__grouped(lo, sizeof(lo), k.lo),
 				     t.est / 1e6, t.lo / 1e6, numfmt__grouped(seen, sizeof(seen), k.seen), k.sampled,
-				     k.periods);
+				     k.periods, c->measured_kernels);
 		return;
 	}
 	profile__add_comment(c->s->prof,
 			     "gpu estimate: kernels %s, 95%% CI %s-%s (+-%.2g%%); kernel time %.4g ms, 95%% CI "
-			     "%.4g-%.4g ms (+-%.2g%%); from %s device records seen in windows of %d of %d periods",
+			     "%.4g-%.4g ms (+-%.2g%%); from %s device records seen in windows of %d of %d periods "
+			     "and %" PRIu64 " of the cost measurement's, counted once",
 			     numfmt__grouped(e, sizeof(e), k.est), numfmt__grouped(lo, sizeof(lo), k.lo),
 			     numfmt__grouped(hi, sizeof(hi), k.hi), k.est > 0 ? 50 * (k.hi - k.lo) / k.est : 0,
 			     t.est / 1e6, t.lo / 1e6, t.hi / 1e6, t.est > 0 ? 50 * (t.hi - t.lo) / t.est : 0,
-			     numfmt__grouped(seen, sizeof(seen), k.seen), k.sampled, k.periods);
+			     numfmt__grouped(seen, sizeof(seen), k.seen), k.sampled, k.periods, c->measured_kernels);
 }
 
 void cupti__set_windows(struct cupti_tracer *c, struct windows *w, double period)
