@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* What cupti_backend.c and cupti_structs.c share with synth_backend.c, the backend tests drive without a
- * GPU: the record conversion, the callback and the clock are the production ones. */
+/* What cupti_backend.c and cupti_structs.c share with synth_backend.c, the backend the
+ * tests drive without a GPU: the record conversion, the callback and the clock are the
+ * production ones. */
 #ifndef GPUBPF_INJECT_CUPTI_INT_H
 #define GPUBPF_INJECT_CUPTI_INT_H
 
