@@ -22,17 +22,8 @@ fi
 # set-up and teardown are 0.2 ms and 0.1 ms here, so that a window comes every period and
 # the producer can tell the truth of the windowed span (make bench runs the H100's).
 run_model() { # name kernel_ns
-	local name=$1
-	if CUPTI_MODEL_SETUP_US=200 CUPTI_MODEL_FINALIZE_US=100 GPUBPF_WINDOW_PERIOD=0.1 timeout 120 \
-		"$GPUBPF" record --overhead-budget 5 -o "$TMP/$name.pb.gz" -- "$PROD" model 4 "$2" "$MODEL" \
-		>"$TMP/$name.log" 2>&1; then
-		pass "$name:record-exit0"
-	else
-		fail "$name:record-exit0" "$(tail -3 "$TMP/$name.log" | tr '\n' ';')"
-		return 1
-	fi
-	pprof -raw "$TMP/$name.pb.gz" >"$TMP/$name.raw"
-	grep -E 'Comment: gpu|^producer:' "$TMP/$name.raw" "$TMP/$name.log" | sed "s|^|$name: |" | cut -c1-400
+	CUPTI_MODEL_SETUP_US=200 CUPTI_MODEL_FINALIZE_US=100 GPUBPF_WINDOW_PERIOD=0.1 \
+		record_gpu "$1" --overhead-budget 5 -- "$PROD" model 4 "$2" "$MODEL"
 }
 
 check_model() { # name

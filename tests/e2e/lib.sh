@@ -76,3 +76,19 @@ wait_attached() {
 	done
 	return 1
 }
+
+# record_gpu NAME ARGS...: `gpubpf record -o $TMP/NAME.pb.gz ARGS` (the caller's environment
+# as it is) within 120 s, checked to exit 0 (NAME:record-exit0); leaves
+# $TMP/NAME.{log,pb.gz,raw} and prints the device-time comments and the producer's truth.
+record_gpu() {
+	local name=$1
+	shift
+	if timeout 120 "$GPUBPF" record -o "$TMP/$name.pb.gz" "$@" >"$TMP/$name.log" 2>&1; then
+		pass "$name:record-exit0"
+	else
+		fail "$name:record-exit0" "$(tail -3 "$TMP/$name.log" | tr '\n' ';')"
+		return 1
+	fi
+	pprof -raw "$TMP/$name.pb.gz" >"$TMP/$name.raw"
+	grep -E 'Comment: gpu|^producer:' "$TMP/$name.raw" "$TMP/$name.log" | sed "s|^|$name: |" | cut -c1-400
+}

@@ -58,6 +58,9 @@ static void synth_flush(void)
 
 static bool synth_set(int want)
 {
+	/* as CUPTI's: a window's end waits for its followed calls to leave the "driver" */
+	if ((__atomic_load_n(&synth_on, __ATOMIC_ACQUIRE) & INJ_ACT) && !(want & INJ_ACT))
+		inj_wait_followed(&inj, INJ_FOLLOWED_WAIT_NS);
 	__atomic_store_n(&synth_on, want, __ATOMIC_RELEASE);
 	return true;
 }
@@ -104,8 +107,8 @@ EXPORT int gpubpf_inject_test_activity(void)
 	return synthetic_on && (__atomic_load_n(&synth_on, __ATOMIC_ACQUIRE) & INJ_ACT);
 }
 
-/* Whether "CUPTI" calls back now: a real one's own work to do so costs a launch 0.4-1.4 us
- * on an H100, which a producer spins too. */
+/* Whether "CUPTI" calls back now: a real one's own work to do so (and its subscription)
+ * costs a launch 0.6-1.6 us on an H100, which a producer spins too. */
 EXPORT int gpubpf_inject_test_callbacks(void)
 {
 	return synthetic_on && (__atomic_load_n(&synth_on, __ATOMIC_ACQUIRE) & INJ_CB);

@@ -8,9 +8,9 @@
  *                             their records held by "CUPTI" until the exit's flush
  *   producer windows SECONDS  device time in windows: launches (1000 ns kernels) in bursts
  *                             from two threads, for SECONDS after a session attached; a
- *                             launch takes 5 us, 0.4 us more while "CUPTI" calls back and
+ *                             launch takes 5 us, 0.6 us more while "CUPTI" calls back and
  *                             3 us more while it has activity on (as a real one: 4.2 us,
- *                             0.4-1.4 and ~2.7 more on an H100), whose records
+ *                             0.6-1.6 and ~2.7 more on an H100), whose records
  *                             exist only then, and 5 us of work follow it; prints the
  *                             truth: launches, kernel_ns, and both from the first window's
  *                             period on (windowed_launches, windowed_kernel_ns)
@@ -332,7 +332,7 @@ __attribute__((noinline)) static void site_window_launch(void)
 	cb.callbackSite = CUPTI_API_ENTER;
 	gpubpf_inject_test_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
 	act = gpubpf_inject_test_activity();
-	spin_s((act ? 8e-6 : 5e-6) + (gpubpf_inject_test_callbacks() ? 0.4e-6 : 0));
+	spin_s((act ? 8e-6 : 5e-6) + (gpubpf_inject_test_callbacks() ? 0.6e-6 : 0));
 	cb.callbackSite = CUPTI_API_EXIT;
 	gpubpf_inject_test_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
 	atomic_fetch_add(&w_launches, 1);
