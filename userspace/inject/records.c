@@ -14,6 +14,7 @@
  * calls cuLaunchKernel, and both get callbacks (with different correlation ids). */
 static __thread uint32_t tls_depth;
 static __thread bool tls_sampled;
+static __thread bool tls_counted; /* counted in in_followed (windows only) */
 static __thread uint32_t tls_corr;
 static __thread uint32_t tls_domain, tls_cbid;
 static __thread uint32_t tls_win;
@@ -222,8 +223,9 @@ void inj_api_enter(struct inj_state *s, enum inj_api_class cls, uint32_t domain,
 	/* An enter after callbacks were switched off and on: the call this thread was in
 	 * lost its exit callback, and this one is not inside it. */
 	if (tls_depth > 0 && gen != tls_cb_gen) {
-		if (tls_sampled)
+		if (tls_counted)
 			__atomic_sub_fetch(&s->in_followed, 1, __ATOMIC_RELEASE);
+		tls_counted = false;
 		tls_depth = 0;
 		tls_sampled = false;
 		tls_t0 = 0;
@@ -268,7 +270,10 @@ void inj_api_enter(struct inj_state *s, enum inj_api_class cls, uint32_t domain,
 		time_callback(s, t0);
 		return;
 	}
-	__atomic_add_fetch(&s->in_followed, 1, __ATOMIC_ACQ_REL);
+	/* only a window's end waits for the calls in flight: no shared atomic otherwise */
+	tls_counted = s->windowed;
+	if (tls_counted)
+		__atomic_add_fetch(&s->in_followed, 1, __ATOMIC_ACQ_REL);
 	if (cls == INJ_API_COPY)
 		__atomic_add_fetch(&s->ctr.copies_sampled, 1, __ATOMIC_RELAXED);
 	else
@@ -299,8 +304,9 @@ void inj_api_exit(struct inj_state *s)
 	if (tls_depth > 0)
 		tls_depth--;
 	if (tls_depth == 0) {
-		if (tls_sampled)
+		if (tls_counted)
 			__atomic_sub_fetch(&s->in_followed, 1, __ATOMIC_RELEASE);
+		tls_counted = false;
 		tls_sampled = false;
 		if (tls_t0 && t0)
 			timed_call(s, t0);
