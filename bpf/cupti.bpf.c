@@ -160,7 +160,8 @@ int BPF_USDT(dev_launch, __u32 corr, __u32 cbinfo, __u32 win)
 
 	if (!is_target(tgid))
 		return 0;
-	if (v.window && v.window != DEV_WIN_MEASURE && !(win & DEV_WIN_NESTED))
+	/* the cost measurement's launches too (never read): they cost what a window's do */
+	if (v.window && !(win & DEV_WIN_NESTED))
 		count_run(tgid, tid, v.window);
 	/* The probe sits mid-function in the library's callback, whose frame is set up:
 	 * the frame-pointer walk misses no caller here (unlike at a function entry). */

@@ -163,16 +163,25 @@ struct dev_costs {
 	__u64 callback_ns;   /* the library's own callbacks, per launch call, in the "off" halves */
 	__u64 switch_ns;     /* turning activity and callbacks on and off once (the watcher's) */
 	__u64 started, done; /* CLOCK_MONOTONIC ns: the measurement's span */
+	__u32 probes;	     /* DEV_PROBES_*: the launch probes' state in the calls compared */
+	__u32 pad;
 };
+#define DEV_PROBES_OUT 0   /* all out */
+#define DEV_PROBES_IN 1	   /* all in */
+#define DEV_PROBES_MIXED 2 /* too few calls of one state in each half: all compared */
 #define DEV_COST_NONE 0
 #define DEV_COST_MEASURING 1
 #define DEV_COST_DONE 2
 #define DEV_COST_IDLE 3 /* too few launches to time: windows run at the planned duty, measured again later */
 
+#define DEV_PROBE_GEN_OUT 0	  /* dev_config.probe_gen & 3: all out */
+#define DEV_PROBE_GEN_SWITCHING 1 /* going in or out */
+#define DEV_PROBE_GEN_IN 2	  /* all in */
+
 /* The library's sampling settings, at the address status() passes; gpubpf writes the part
  * before `written` (process_vm_writev) while attached and reads the rest every tick. */
 #define DEV_CONFIG_MAGIC 0x67626366u /* "gbcf" */
-#define DEV_CONFIG_VERSION 3
+#define DEV_CONFIG_VERSION 4
 struct dev_config {
 	__u32 magic;
 	__u32 version;
@@ -185,13 +194,17 @@ struct dev_config {
 	__u32 duty_ppm;	    /* DEV_MODE_WINDOWS: the planned duty, parts per million (0: none yet) */
 	__u32 every;	    /* DEV_MODE_WINDOWS: the windows' period is EVERY periods (0 or 1: one),
 			     * where a window's set-up and teardown cost more than a period affords */
+	__u32 probe_gen;    /* gpubpf's launch probes (uprobes in the job's launch calls): their
+			     * switches so far times 4 plus DEV_PROBE_GEN_* (their state). The
+			     * cost measurement compares launch calls of one state, none that
+			     * spans a switch. */
 	/* the library's part */
 	__u32 written;	/* end of gpubpf's part */
 	__u32 win_next; /* the id of the next window */
 	struct dev_costs cost;
 	struct dev_win win[DEV_WIN_RING];
 };
-#define DEV_CONFIG_GPUBPF_PART 36 /* offsetof(struct dev_config, written) */
+#define DEV_CONFIG_GPUBPF_PART 40 /* offsetof(struct dev_config, written) */
 
 /* BPF -> userspace ring buffer events (rare: names and status changes). */
 enum dev_event_type {

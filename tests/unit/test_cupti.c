@@ -60,7 +60,7 @@ static void reset(void)
 
 static void launch(uint32_t corr, enum inj_api_class cls, uint32_t cbid, const char *fn)
 {
-	inj_api_enter(&st, cls, 2, cbid, corr, fn);
+	inj_api_enter(&st, 0, cls, 2, cbid, corr, fn);
 	inj_api_exit(&st);
 }
 
@@ -268,8 +268,8 @@ TEST(losses_told_without_a_record)
 TEST(nested_driver_call_follows_outer)
 {
 	reset();
-	inj_api_enter(&st, INJ_API_LAUNCH, 2, 211, 50, "cudaLaunchKernel");
-	inj_api_enter(&st, INJ_API_LAUNCH, 1, 307, 51, "cuLaunchKernel");
+	inj_api_enter(&st, 0, INJ_API_LAUNCH, 2, 211, 50, "cudaLaunchKernel");
+	inj_api_enter(&st, 0, INJ_API_LAUNCH, 1, 307, 51, "cuLaunchKernel");
 	inj_api_exit(&st);
 	inj_api_exit(&st);
 	CHECK_INT(nlaunch, 2);

@@ -50,6 +50,7 @@ static void reset(uint32_t period_ms)
 	cfg.version = DEV_CONFIG_VERSION;
 	cfg.mode = DEV_MODE_WINDOWS;
 	cfg.period_ms = period_ms;
+	cfg.seq = 1; /* gpubpf wrote it */
 	nlaunch = 0;
 }
 
@@ -66,8 +67,8 @@ static void spin_ns(uint64_t ns)
 static uint32_t corr = 100;
 static void launch(uint64_t base, uint64_t extra, int on)
 {
-	inj_api_enter(&st, INJ_API_LAUNCH, 1, 211, corr++, "cudaLaunchKernel");
-	inj_api_enter(&st, INJ_API_LAUNCH, 2, 307, corr++, "cuLaunchKernel");
+	inj_api_enter(&st, 0, INJ_API_LAUNCH, 1, 211, corr++, "cudaLaunchKernel");
+	inj_api_enter(&st, 0, INJ_API_LAUNCH, 2, 307, corr++, "cuLaunchKernel");
 	spin_ns(base + ((on & INJ_ACT) ? extra : 0));
 	inj_api_exit(&st);
 	inj_api_exit(&st);
@@ -171,7 +172,8 @@ TEST(device_bound_start_not_charged_to_cupti)
 
 			t0 = t0 ? t0 : now_ns();
 			slow = now_ns() - t0 > 50000000ull && !(st.timing.phase == 2 && fast2 > 0);
-			if (st.timing.phase == 2 && fast2 > 0 && st.timing.n[0] > st.timing.off1)
+			if (st.timing.phase == 2 && fast2 > 0 &&
+			    st.timing.n[0][INJ_PROBES_OUT] > st.timing.off1[INJ_PROBES_OUT])
 				fast2--;
 			launch(slow ? 20000 : 2000, 1000, want);
 		}
@@ -182,6 +184,66 @@ TEST(device_bound_start_not_charged_to_cupti)
 	       (unsigned long long)cfg.cost.off_ns);
 	CHECK(cfg.cost.off_ns > 18000);
 	CHECK(cfg.cost.on_ns < cfg.cost.off_ns + 2500);
+}
+
+/* gpubpf's launch probes go in and out on its windows' clock, and their trap (3 us here)
+ * costs a launch more than CUPTI's activity does (1.5 us): in the first "off" phase they
+ * are in for 28 calls of every 32, after it for 4. Timed regardless, the phases would say
+ * activity costs 0.3 us; compared in one state (in, or out), 1.5 us. A call that a switch falls
+ * inside (it takes 50 us here) is kept in neither. */
+TEST(launch_probes_state_matched)
+{
+	uint32_t n = 0;
+	int want = 0, guard = 0;
+
+	reset(100);
+	st.probe_gen = &cfg.probe_gen;
+	cfg.probe_gen = DEV_PROBE_GEN_IN;
+	want = step_now();
+	while (cfg.cost.state == DEV_COST_MEASURING && guard++ < 100000) {
+		for (int i = 0; i < 20; i++, n++) {
+			bool in = st.timing.phase == 0 ? n % 32 >= 4 : n % 32 < 4;
+			uint32_t gen = (cfg.probe_gen & ~3u) + (in ? DEV_PROBE_GEN_IN : DEV_PROBE_GEN_OUT);
+
+			inj_api_enter(&st, 0, INJ_API_LAUNCH, 2, 307, corr++, "cuLaunchKernel");
+			if (gen != cfg.probe_gen) {
+				/* a switch (the next count) inside this call */
+				cfg.probe_gen = gen + 4;
+				spin_ns(50000);
+			}
+			spin_ns(2000 + (in ? 3000 : 0) + ((want & INJ_ACT) ? 1500 : 0));
+			inj_api_exit(&st);
+		}
+		want = step_now();
+	}
+	printf("# probes switching: on %llu ns, off %llu ns, state %u\n", (unsigned long long)cfg.cost.on_ns,
+	       (unsigned long long)cfg.cost.off_ns, cfg.cost.probes);
+	CHECK_INT(cfg.cost.state, DEV_COST_DONE);
+	CHECK(cfg.cost.probes != DEV_PROBES_MIXED);
+	CHECK(cfg.cost.on_ns > cfg.cost.off_ns + 1000 && cfg.cost.on_ns < cfg.cost.off_ns + 2200);
+	for (int h = 0; h < 2; h++)
+		for (int p = 0; p < INJ_PROBE_STATES; p++)
+			for (uint32_t i = 0; i < st.timing.n[h][p] && i < INJ_TIMED_MAX; i++)
+				if (st.timing.ns[h][p][i] > 40000)
+					T_FAIL("a call a switch fell in was kept: %u ns", st.timing.ns[h][p][i]);
+	st.probe_gen = NULL;
+}
+
+/* The measurement starts only once gpubpf has written this attach's config (seq): until
+ * then it cannot say which calls met its launch probes. Callbacks stay on meanwhile (they
+ * name the launches). */
+TEST(measurement_waits_for_gpubpf)
+{
+	uint64_t wake, t = 1000000000ull;
+
+	reset(100);
+	cfg.seq = 0;
+	cfg.names_wanted = 1; /* as at attach */
+	CHECK_INT(inj_sched_step(&sc, &st, &cfg, t, &wake), INJ_CB);
+	CHECK_INT(cfg.cost.state, DEV_COST_NONE);
+	cfg.seq = 1;
+	CHECK_INT(inj_sched_step(&sc, &st, &cfg, t + 1000000, &wake), INJ_CB);
+	CHECK_INT(cfg.cost.state, DEV_COST_MEASURING);
 }
 
 TEST(idle_job_measured_again_later)
@@ -356,7 +418,7 @@ TEST(lost_exit_across_a_switch_is_not_nesting)
 	reset(100);
 	st.windowed = true;
 	st.win_id = 7;
-	inj_api_enter(&st, INJ_API_LAUNCH, 2, 307, 500, "cuLaunchKernel");
+	inj_api_enter(&st, 0, INJ_API_LAUNCH, 2, 307, 500, "cuLaunchKernel");
 	CHECK_INT(nlaunch, 1);
 	CHECK_INT(launch_win[0], 7);
 	/* the window closes (callbacks off: no exit) and the next opens */
@@ -364,13 +426,13 @@ TEST(lost_exit_across_a_switch_is_not_nesting)
 	st.cb_gen++;
 	st.win_id = 8;
 	st.cb_gen++;
-	inj_api_enter(&st, INJ_API_LAUNCH, 2, 307, 501, "cuLaunchKernel");
+	inj_api_enter(&st, 0, INJ_API_LAUNCH, 2, 307, 501, "cuLaunchKernel");
 	inj_api_exit(&st);
 	CHECK_INT(nlaunch, 2);
 	CHECK_INT(launch_win[1], 8);
 	/* and between windows nothing is followed */
 	st.win_id = 0;
-	inj_api_enter(&st, INJ_API_LAUNCH, 2, 307, 502, "cuLaunchKernel");
+	inj_api_enter(&st, 0, INJ_API_LAUNCH, 2, 307, 502, "cuLaunchKernel");
 	inj_api_exit(&st);
 	CHECK_INT(nlaunch, 2);
 }
@@ -537,6 +599,8 @@ int main(int argc, char **argv)
 	RUN(cost_measured_on_real_calls);
 	RUN(drift_cancels_with_many_calls_a_look);
 	RUN(device_bound_start_not_charged_to_cupti);
+	RUN(launch_probes_state_matched);
+	RUN(measurement_waits_for_gpubpf);
 	RUN(idle_job_measured_again_later);
 	RUN(measurement_waits_for_the_first_launch);
 	RUN(measurement_turns_activity_on_once);

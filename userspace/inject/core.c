@@ -175,6 +175,9 @@ static void attach_now(void)
 	/* A session that wants windows attached the windows probe before launch's. */
 	cfg->mode = gpubpf_windows_semaphore ? DEV_MODE_WINDOWS : DEV_MODE_ALWAYS;
 	cfg->duty_ppm = 0;
+	/* gpubpf's first write of this attach (it knows the config's address then, and tells
+	 * it the launch probes' state from there on) starts the cost measurement */
+	cfg->seq = 0;
 	/* callbacks on between windows until gpubpf says every launch it counted is named */
 	cfg->names_wanted = 1;
 	memset((void *)&cfg->cost, 0, sizeof(cfg->cost));
@@ -183,6 +186,7 @@ static void attach_now(void)
 	/* in windows, nothing is followed before the first window opens */
 	inj.windowed = cfg->mode == DEV_MODE_WINDOWS;
 	inj.win_id = 0;
+	inj.probe_gen = &cfg->probe_gen;
 	backend_on = inj.windowed ? INJ_CB : INJ_CB | INJ_ACT;
 	st = backend->attach(&inj, why, sizeof(why));
 	set_state(st, why);

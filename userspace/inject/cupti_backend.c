@@ -197,9 +197,11 @@ void CUPTIAPI inj_on_callback(void *userdata, CUpti_CallbackDomain dom, CUpti_Ca
 	if (!cls)
 		return;
 	if (cb->callbackSite == CUPTI_API_ENTER) {
+		uint64_t t_cb = inj_callback_start(&inj);
+
 		if (cls == INJ_API_LAUNCH && cb->symbolName)
 			inj_announce_handle(&inj, inj_launch_handle(dom, cbid, cb->functionParams), cb->symbolName);
-		inj_api_enter(&inj, cls, dom, cbid, cb->correlationId, cb->functionName);
+		inj_api_enter(&inj, t_cb, cls, dom, cbid, cb->correlationId, cb->functionName);
 	} else {
 		inj_api_exit(&inj);
 	}

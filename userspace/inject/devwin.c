@@ -13,9 +13,12 @@
  * cost with and without activity, over the faster half of each (on a real GPU a launch blocks
  * while the device's queue is full, and a thread is preempted mid-call: neither says
  * anything of CUPTI's cost, which is the fast path's); their difference is what activity
- * adds to a launch. The
- * library's own time in its callbacks is timed too. CUPTI's own dispatch to a callback is
- * in both halves and so in neither figure. No CUPTI types here: unit-tested. */
+ * adds to a launch. gpubpf's own launch probes go in and out meanwhile, on its windows'
+ * clock, and their trap costs a launch as much as CUPTI's activity does: the halves
+ * compare calls that met them alike (dev_config.probe_gen, pick_state), else their mix
+ * could say anything. The library's own time in its callbacks (all of it, from the
+ * callback's start) is timed too. CUPTI's own dispatch to a callback is in both halves
+ * and so in neither figure. No CUPTI types here: unit-tested. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,32 +69,80 @@ static uint64_t rng(struct inj_sched *sc, uint64_t now)
 	return x * 0x2545f4914f6cdd1dull;
 }
 
+static uint32_t load(const uint32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+/* Calls kept of half A (0 off, 1 on) in the probes' state P, at most what its slots hold. */
+static uint32_t kept(const struct inj_timing *t, int a, int p)
+{
+	uint32_t n = load(&t->n[a][p]);
+
+	return n < INJ_TIMED_MAX ? n : INJ_TIMED_MAX;
+}
+
+/* The launch probes' state whose calls both halves compare: out where the first "off"
+ * phase and the "on" one have INJ_MEASURE_MIN of it (a window's launches meet the probes
+ * as often as the job's others do, and their trap is not CUPTI's), else in; -1: neither
+ * (their mix is compared: DEV_PROBES_MIXED). */
+static int matched(const struct inj_timing *t)
+{
+	for (int p = INJ_PROBES_OUT; p < INJ_PROBE_STATES; p++)
+		if (t->off1[p] >= INJ_MEASURE_MIN && kept(t, 1, p) >= INJ_MEASURE_MIN)
+			return p;
+	return -1;
+}
+
+/* The durations of half A in state P (-1: both) into OUT, those of phase PH (0 or 2) where
+ * A is "off"; how many. */
+static uint32_t collect(const struct inj_timing *t, int a, int ph, int p, uint32_t *out)
+{
+	uint32_t k = 0;
+
+	for (int q = 0; q < INJ_PROBE_STATES; q++) {
+		uint32_t from = a == 0 && ph == 2 ? t->off1[q] : 0, to = a == 0 && ph == 0 ? t->off1[q] : kept(t, a, q);
+
+		if (p >= 0 && q != p)
+			continue;
+		for (uint32_t i = from; i < to; i++)
+			out[k++] = t->ns[a][q][i];
+	}
+	return k;
+}
+
 /* The measurement is over: its figures into the config, or DEV_COST_IDLE. */
 static void measure_end(struct inj_sched *sc, struct inj_state *s, volatile struct dev_config *cfg, uint64_t now)
 {
 	struct inj_timing *t = &s->timing;
-	uint32_t n0 = __atomic_load_n(&t->n[0], __ATOMIC_ACQUIRE), n1 = __atomic_load_n(&t->n[1], __ATOMIC_ACQUIRE);
 	uint64_t cb = __atomic_load_n(&t->cb_ns, __ATOMIC_RELAXED),
 		 calls = __atomic_load_n(&t->cb_calls, __ATOMIC_RELAXED);
-	uint32_t off1 = t->phase > 0 ? t->off1 : n0;
+	uint32_t off[INJ_PROBE_STATES * INJ_TIMED_MAX], on[INJ_PROBE_STATES * INJ_TIMED_MAX], n1, n2, n3;
+	int p;
 
 	__atomic_store_n(&t->on, false, __ATOMIC_RELEASE);
 	__atomic_store_n(&t->activity, false, __ATOMIC_RELEASE);
-	n0 = n0 < INJ_TIMED_MAX ? n0 : INJ_TIMED_MAX;
-	n1 = n1 < INJ_TIMED_MAX ? n1 : INJ_TIMED_MAX;
-	off1 = off1 < n0 ? off1 : n0;
-	cfg->cost.calls = n0 + n1;
+	if (t->phase == 0)
+		for (int q = 0; q < INJ_PROBE_STATES; q++)
+			t->off1[q] = kept(t, 0, q) < INJ_TIMED_MAX / 2 ? kept(t, 0, q) : INJ_TIMED_MAX / 2;
+	p = matched(t);
+	n1 = collect(t, 0, 0, p, off);
+	n3 = collect(t, 1, 1, p, on);
+	cfg->cost.calls = n1 + n3;
 	cfg->cost.done = now;
-	if (off1 < INJ_MEASURE_MIN || n1 < INJ_MEASURE_MIN) {
+	if (n1 < INJ_MEASURE_MIN || n3 < INJ_MEASURE_MIN) {
 		cfg->cost.state = DEV_COST_IDLE;
 		sc->retry_at = now + INJ_REMEASURE_NS;
 		return;
 	}
+	cfg->cost.probes = p == INJ_PROBES_OUT ? DEV_PROBES_OUT : p == INJ_PROBES_IN ? DEV_PROBES_IN : DEV_PROBES_MIXED;
 	/* the launch without activity before and after it: a job's drift cancels */
-	cfg->cost.off_ns = inj_tmean(t->ns[0], off1);
-	if (n0 - off1 >= INJ_MEASURE_MIN)
-		cfg->cost.off_ns = (cfg->cost.off_ns + inj_tmean(t->ns[0] + off1, n0 - off1)) / 2;
-	cfg->cost.on_ns = inj_tmean(t->ns[1], n1);
+	cfg->cost.off_ns = inj_tmean(off, n1);
+	n2 = collect(t, 0, 2, p, off);
+	cfg->cost.calls += n2;
+	if (n2 >= INJ_MEASURE_MIN)
+		cfg->cost.off_ns = (cfg->cost.off_ns + inj_tmean(off, n2)) / 2;
+	cfg->cost.on_ns = inj_tmean(on, n3);
 	cfg->cost.callback_ns = calls ? cb / calls : 0;
 	/* it set CUPTI up and tore it down once, as a window does: what gpubpf plans the
 	 * windows' period from before the first one (a window's own replace it) */
@@ -110,11 +161,11 @@ static void measure_start(struct inj_sched *sc, struct inj_state *s, volatile st
 	struct inj_timing *t = &s->timing;
 
 	sc->measure_switch_ns = 0;
-	t->n[0] = t->n[1] = 0;
+	memset(t->n, 0, sizeof(t->n));
+	memset(t->off1, 0, sizeof(t->off1));
 	t->cb_ns = t->cb_calls = 0;
 	t->activity = false;
 	t->phase = 0;
-	t->off1 = 0;
 	t->phase_at = now;
 	t->first = 0;
 	cfg->cost.started = now;
@@ -133,19 +184,36 @@ static void next_phase(struct inj_timing *t, uint64_t now)
 	__atomic_add_fetch(&t->gen, 1, __ATOMIC_ACQ_REL);
 }
 
+/* Half A's counts back to phase 0's (TO_OFF1) or to none. */
+static void drop_calls(struct inj_timing *t, int a, bool to_off1)
+{
+	for (int q = 0; q < INJ_PROBE_STATES; q++)
+		__atomic_store_n(&t->n[a][q], to_off1 ? t->off1[q] : 0, __ATOMIC_RELEASE);
+}
+
 /* The measurement's step: callbacks on; activity off, then on, then off again (each
  * phase a third of INJ_MEASURE_NS at most; the "off" ones half of INJ_MEASURE_CALLS
- * calls each, the "on" one all of it). Not on and off in slices: once activity has been
- * on, a launch costs more until CUPTI is finalized (cupti_set), so the last phase comes
- * after a finalize, and an "off" right after an "on" would not be the launch without
- * device time. A first phase with too few calls ends it (DEV_COST_IDLE) before activity
- * was ever on. */
+ * calls each, the "on" one all of it, in one state of gpubpf's launch probes). Not on and
+ * off in slices: once activity has been on, a launch costs more until CUPTI is finalized
+ * (cupti_set), so the last phase comes after a finalize, and an "off" right after an
+ * "on" would not be the launch without device time. A first phase with too few calls
+ * ends it (DEV_COST_IDLE) before activity was ever on.
+ *
+ * gpubpf's launch probes go in for a window of theirs every period or so: a phase of a
+ * few milliseconds (a launch of 5 us makes the calls in 1.3 ms) can fall all in one and
+ * the next all out of one. So the first phase, which costs the job little, runs at least
+ * INJ_MEASURE_SPREAD_NS and until it has its calls with the probes out (they are out
+ * most of the time; in, where its time ran out first); the "on" phase, the dear one,
+ * runs until it has its calls in a state the first one has, the last until it has them
+ * in the state compared. */
 static int measure_step(struct inj_sched *sc, struct inj_state *s, volatile struct dev_config *cfg, uint64_t now,
 			uint64_t *wake)
 {
 	struct inj_timing *t = &s->timing;
-	uint32_t n0 = __atomic_load_n(&t->n[0], __ATOMIC_RELAXED), n1 = __atomic_load_n(&t->n[1], __ATOMIC_RELAXED);
+	uint32_t n0 = kept(t, 0, INJ_PROBES_OUT) + kept(t, 0, INJ_PROBES_IN), got = 0;
+	uint64_t from = t->phase_at;
 	bool over = now - t->phase_at >= INJ_MEASURE_NS / 3;
+	int p;
 
 	/* The first phase's time runs from INJ_MEASURE_WARMUP_NS after the job's first
 	 * launch call, not from attach: a job attached at cuInit creates its context first
@@ -160,33 +228,46 @@ static int measure_step(struct inj_sched *sc, struct inj_state *s, volatile stru
 	} else if (t->phase == 0 && (!t->first || now < t->first + INJ_MEASURE_WARMUP_NS)) {
 		if (!t->first)
 			t->first = now;
-		__atomic_store_n(&t->n[0], 0, __ATOMIC_RELEASE);
+		drop_calls(t, 0, false);
 		n0 = 0;
 		over = false;
 	} else if (t->phase == 0) {
-		over = now - (t->first + INJ_MEASURE_WARMUP_NS) >= INJ_MEASURE_NS / 3;
-	} else if (t->phase == 2 && (!t->first || now < t->first + INJ_MEASURE_SETTLE_NS) && n0 > t->off1) {
+		from = t->first + INJ_MEASURE_WARMUP_NS;
+		over = now - from >= INJ_MEASURE_NS / 3;
+	} else if (t->phase == 2 && (!t->first || now < t->first + INJ_MEASURE_SETTLE_NS)) {
 		/* the same after the finalize: the launching thread that ran it stalled, and a
 		 * device-bound job's queue fills again (a millisecond or so) */
 		if (!t->first)
 			t->first = now;
-		__atomic_store_n(&t->n[0], t->off1, __ATOMIC_RELEASE);
-		n0 = t->off1;
+		drop_calls(t, 0, true);
 	}
-	if (t->phase == 0 && (over || n0 >= INJ_MEASURE_CALLS / 2)) {
+	if (t->phase == 1) {
+		/* the "on" calls in a state the first phase has */
+		for (int q = 0; q < INJ_PROBE_STATES; q++)
+			if (t->off1[q] >= INJ_MEASURE_MIN && kept(t, 1, q) > got)
+				got = kept(t, 1, q);
+	}
+	if (t->phase == 0 &&
+	    (over || (kept(t, 0, INJ_PROBES_OUT) >= INJ_MEASURE_CALLS / 2 && now - from >= INJ_MEASURE_SPREAD_NS))) {
 		/* the calls kept: a launch of 5 us makes 800 in one look, and the last phase
 		 * needs room for its own (drift cancels only with both) */
-		t->off1 = n0 < INJ_TIMED_MAX / 2 ? n0 : INJ_TIMED_MAX / 2;
-		if (n0 < INJ_MEASURE_MIN)
+		for (int q = 0; q < INJ_PROBE_STATES; q++)
+			t->off1[q] = kept(t, 0, q) < INJ_TIMED_MAX / 2 ? kept(t, 0, q) : INJ_TIMED_MAX / 2;
+		if (t->off1[INJ_PROBES_OUT] < INJ_MEASURE_MIN && t->off1[INJ_PROBES_IN] < INJ_MEASURE_MIN)
 			goto end;
 		next_phase(t, now);
-		__atomic_store_n(&t->n[0], t->off1, __ATOMIC_RELEASE);
-	} else if (t->phase == 1 && (over || n1 >= INJ_MEASURE_CALLS)) {
-		if (n1 < INJ_MEASURE_MIN)
+		drop_calls(t, 0, true);
+	} else if (t->phase == 1 && (over || got >= INJ_MEASURE_CALLS)) {
+		if (kept(t, 1, INJ_PROBES_OUT) + kept(t, 1, INJ_PROBES_IN) < INJ_MEASURE_MIN)
 			goto end;
 		next_phase(t, now);
-	} else if (t->phase == 2 && (over || n0 - t->off1 >= INJ_MEASURE_CALLS / 2)) {
-		goto end;
+	} else if (t->phase == 2) {
+		p = matched(t);
+		for (int q = 0; q < INJ_PROBE_STATES; q++)
+			if (p < 0 || q == p)
+				got += kept(t, 0, q) - t->off1[q];
+		if (over || got >= INJ_MEASURE_CALLS / 2)
+			goto end;
 	}
 	/* a look every INJ_SLICE_NS for the calls' count */
 	*wake = now + INJ_SLICE_NS;
@@ -267,7 +348,9 @@ int inj_sched_step(struct inj_sched *sc, struct inj_state *s, volatile struct de
 		return INJ_CB | INJ_ACT;
 	}
 	s->windowed = true;
-	if (cfg->cost.state == DEV_COST_NONE || (cfg->cost.state == DEV_COST_IDLE && now >= sc->retry_at))
+	/* measured once gpubpf has written this attach's config: from then on it says which
+	 * launch calls met its launch probes (probe_gen) */
+	if (cfg->seq && (cfg->cost.state == DEV_COST_NONE || (cfg->cost.state == DEV_COST_IDLE && now >= sc->retry_at)))
 		measure_start(sc, s, cfg, now);
 	if (cfg->cost.state == DEV_COST_MEASURING)
 		return measure_step(sc, s, cfg, now, wake);

@@ -68,24 +68,30 @@ struct inj_name {
 };
 
 #define INJ_TIMED_MAX 512 /* launch calls timed per half of the cost measurement */
+/* The states of gpubpf's launch probes a timed call is kept under (dev_config.probe_gen;
+ * one that spans a switch, or met them going in or out, is not kept). */
+enum { INJ_PROBES_OUT, INJ_PROBES_IN, INJ_PROBE_STATES };
 
 /* The cost measurement (struct dev_costs): launch calls timed in the callbacks while the
  * watcher turns activity on and off. Written by launching threads with atomics. */
 struct inj_timing {
-	bool on;		       /* measuring */
-	bool activity;		       /* activity is on now (the half a call falls in) */
-	uint8_t phase;		       /* 0: off, before; 1: on; 2: off again, after a finalize */
-	uint32_t off1;		       /* calls of n[0] kept in phase 0 */
-	uint64_t phase_at;	       /* when the phase began */
-	uint64_t first;		       /* when the watcher first saw a timed call in the phase */
-	uint32_t gen;		       /* bumped at each switch: a call that spans one is not kept */
-	uint32_t n[2];		       /* calls kept, [activity off, on] */
-	uint32_t ns[2][INJ_TIMED_MAX]; /* their durations */
-	uint64_t cb_ns, cb_calls;      /* the library's time in its callbacks, and the calls */
+	bool on;			 /* measuring */
+	bool activity;			 /* activity is on now (the half a call falls in) */
+	uint8_t phase;			 /* 0: off, before; 1: on; 2: off again, after a finalize */
+	uint32_t off1[INJ_PROBE_STATES]; /* calls of n[0][p] kept in phase 0 */
+	uint64_t phase_at;		 /* when the phase began */
+	uint64_t first;			 /* when the watcher first saw a timed call in the phase */
+	uint32_t gen;			 /* bumped at each switch: a call that spans one is not kept */
+	/* calls kept, [activity off, on][gpubpf's launch probes' state], and their durations */
+	uint32_t n[2][INJ_PROBE_STATES];
+	uint32_t ns[2][INJ_PROBE_STATES][INJ_TIMED_MAX];
+	uint64_t cb_ns, cb_calls; /* the library's time in its callbacks, and the calls */
 };
 
 struct inj_state {
 	struct inj_ops ops;
+	/* gpubpf's launch probes' state (dev_config.probe_gen), or NULL */
+	const volatile uint32_t *probe_gen;
 	/* Sampling, set by the watcher: follow 1 in every_n calls while the window is open. */
 	uint32_t every_n;
 	bool window_open;
@@ -136,10 +142,15 @@ void inj_announce_handle(struct inj_state *s, uint64_t handle, const char *name)
 /* Wait, at most MAX_NS, for the followed calls in flight to exit. True if none is left. */
 bool inj_wait_followed(struct inj_state *s, uint64_t max_ns);
 
+/* When a callback began, for the cost measurement (0 while it does not time calls). */
+uint64_t inj_callback_start(struct inj_state *s);
+
 /* API callbacks (enter and exit of each followed call, on the calling thread). Nested
- * calls (the runtime calling the driver) follow the outer call's decision. */
-void inj_api_enter(struct inj_state *s, enum inj_api_class cls, uint32_t domain, uint32_t cbid, uint32_t corr,
-		   const char *func_name);
+ * calls (the runtime calling the driver) follow the outer call's decision. T_CB: when the
+ * enter callback began (inj_callback_start; 0: now), so that the library's time in it
+ * before this is timed too. */
+void inj_api_enter(struct inj_state *s, uint64_t t_cb, enum inj_api_class cls, uint32_t domain, uint32_t cbid,
+		   uint32_t corr, const char *func_name);
 void inj_api_exit(struct inj_state *s);
 bool inj_is_sampled(const struct inj_state *s, uint32_t corr);
 
@@ -161,6 +172,7 @@ void inj_count_lost(struct inj_state *s, uint64_t n);
 #define INJ_MEASURE_MIN 16		   /* fewer in a half: too few to say (DEV_COST_IDLE) */
 #define INJ_MEASURE_WAIT_NS 10000000000ull /* no launch call this long from its start: idle */
 #define INJ_MEASURE_WARMUP_NS 100000000ull /* ... and none kept this long after the first */
+#define INJ_MEASURE_SPREAD_NS 25000000ull  /* the first phase runs this long at least */
 #define INJ_MEASURE_SETTLE_NS 5000000ull   /* ... nor this long after the finalize */
 #define INJ_REMEASURE_NS 2000000000ull	   /* an idle measurement is tried again after this */
 #define INJ_MIN_SLOT_NS 2000000ull	   /* the shortest window worth opening */

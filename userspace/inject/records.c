@@ -24,6 +24,7 @@ static __thread uint64_t tls_rng;
  * started in (activity off or on) and that half's generation. */
 static __thread uint64_t tls_t0;
 static __thread uint32_t tls_gen;
+static __thread uint32_t tls_probes; /* dev_config.probe_gen at its start */
 static __thread bool tls_act;
 
 static uint64_t now_ns(void)
@@ -203,21 +204,31 @@ static void follow(struct inj_state *s, uint32_t domain, uint32_t cbid, uint32_t
 	s->ops.launch(corr, DEV_CBINFO(domain, cbid), tls_win);
 }
 
-/* The library's own time in a callback, while the cost is measured (in the "off" halves:
- * an "on" half's include the launch probe, which the calls' times have). */
+/* The library's own time in a callback of a launch call, from the callback's start T0,
+ * while the cost is measured (in the "off" halves: an "on" half's include the launch
+ * probe, which the calls' times have). Per launch call: all its callbacks, enter and exit,
+ * the nested driver call's too (cb_calls counts the outermost enters). */
 static void time_callback(struct inj_state *s, uint64_t t0)
 {
-	if (t0 && !__atomic_load_n(&s->timing.activity, __ATOMIC_RELAXED)) {
+	if (t0 && tls_t0 && !tls_act)
 		__atomic_add_fetch(&s->timing.cb_ns, now_ns() - t0, __ATOMIC_RELAXED);
-		__atomic_add_fetch(&s->timing.cb_calls, 1, __ATOMIC_RELAXED);
-	}
 }
 
-void inj_api_enter(struct inj_state *s, enum inj_api_class cls, uint32_t domain, uint32_t cbid, uint32_t corr,
-		   const char *func_name)
+static uint32_t probe_gen(const struct inj_state *s)
+{
+	return s->probe_gen ? __atomic_load_n(s->probe_gen, __ATOMIC_ACQUIRE) : 0;
+}
+
+uint64_t inj_callback_start(struct inj_state *s)
+{
+	return __atomic_load_n(&s->timing.on, __ATOMIC_ACQUIRE) ? now_ns() : 0;
+}
+
+void inj_api_enter(struct inj_state *s, uint64_t t_cb, enum inj_api_class cls, uint32_t domain, uint32_t cbid,
+		   uint32_t corr, const char *func_name)
 {
 	bool timing = __atomic_load_n(&s->timing.on, __ATOMIC_ACQUIRE);
-	uint64_t t0 = timing ? now_ns() : 0;
+	uint64_t t0 = timing ? (t_cb ? t_cb : now_ns()) : 0;
 	uint32_t n, gen = __atomic_load_n(&s->cb_gen, __ATOMIC_ACQUIRE);
 
 	/* An enter after callbacks were switched off and on: the call this thread was in
@@ -246,7 +257,10 @@ void inj_api_enter(struct inj_state *s, enum inj_api_class cls, uint32_t domain,
 	tls_t0 = timing && cls != INJ_API_COPY ? t0 : 0;
 	if (tls_t0) {
 		tls_gen = __atomic_load_n(&s->timing.gen, __ATOMIC_ACQUIRE);
+		tls_probes = probe_gen(s);
 		tls_act = __atomic_load_n(&s->timing.activity, __ATOMIC_ACQUIRE);
+		if (!tls_act)
+			__atomic_add_fetch(&s->timing.cb_calls, 1, __ATOMIC_RELAXED);
 	}
 	if (cls == INJ_API_COPY)
 		__atomic_add_fetch(&s->ctr.copies_seen, 1, __ATOMIC_RELAXED);
@@ -282,19 +296,22 @@ void inj_api_enter(struct inj_state *s, enum inj_api_class cls, uint32_t domain,
 	time_callback(s, t0);
 }
 
-/* A timed launch call ended at T: kept in its half unless activity switched meanwhile. */
+/* A timed launch call ended at T: kept in its half and under the state gpubpf's launch
+ * probes were in, unless activity switched meanwhile, or the probes did (the call's time
+ * would be neither state's) or were going in or out. */
 static void timed_call(struct inj_state *s, uint64_t t)
 {
 	struct inj_timing *tm = &s->timing;
-	uint32_t i;
+	uint32_t i, p = (tls_probes & 3) == DEV_PROBE_GEN_IN ? INJ_PROBES_IN : INJ_PROBES_OUT;
 
 	if (!__atomic_load_n(&tm->on, __ATOMIC_ACQUIRE) || __atomic_load_n(&tm->gen, __ATOMIC_ACQUIRE) != tls_gen ||
-	    t <= tls_t0 || t - tls_t0 > UINT32_MAX)
+	    probe_gen(s) != tls_probes || (tls_probes & 3) == DEV_PROBE_GEN_SWITCHING || t <= tls_t0 ||
+	    t - tls_t0 > UINT32_MAX)
 		return;
-	i = __atomic_fetch_add(&tm->n[tls_act], 1, __ATOMIC_ACQ_REL);
+	i = __atomic_fetch_add(&tm->n[tls_act][p], 1, __ATOMIC_ACQ_REL);
 	/* the first "off" phase keeps half of its slots for the last one (devwin.c) */
 	if (i < (tls_act || __atomic_load_n(&tm->phase, __ATOMIC_ACQUIRE) ? INJ_TIMED_MAX : INJ_TIMED_MAX / 2))
-		__atomic_store_n(&tm->ns[tls_act][i], (uint32_t)(t - tls_t0), __ATOMIC_RELEASE);
+		__atomic_store_n(&tm->ns[tls_act][p][i], (uint32_t)(t - tls_t0), __ATOMIC_RELEASE);
 }
 
 void inj_api_exit(struct inj_state *s)
@@ -310,7 +327,9 @@ void inj_api_exit(struct inj_state *s)
 		tls_sampled = false;
 		if (tls_t0 && t0)
 			timed_call(s, t0);
+		time_callback(s, t0);
 		tls_t0 = 0;
+		return;
 	}
 	time_callback(s, t0);
 }

@@ -451,7 +451,7 @@ static void on_exit_pid(void *ctx, int pid)
 		nfds += c->objs[i]->pid == pid ? 2 * CG__COUNT + 1 : 0;
 	if (!nfds)
 		return;
-	b = malloc(sizeof(*b) + sizeof(int) * nfds);
+	b = calloc(1, sizeof(*b) + sizeof(int) * nfds);
 	if (b) {
 		b->n = 0;
 		b->began = NULL;

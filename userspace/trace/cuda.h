@@ -48,6 +48,14 @@ void cuda__set_windows(struct cuda_tracer *c, struct windows *w);
 /* Attach or detach group G in every probed object (thread-safe). Detaching happens on a
  * thread; when it begins (the breakpoints go), *BEGAN gets CLOCK_MONOTONIC ns. */
 void cuda__set_group(struct cuda_tracer *c, int g, bool on, _Atomic int64_t *began);
+/* The launch probes' (CG_LAUNCH) switches, as FN(ARG, event) calls: ATTACHING just before
+ * they go in, IN once the attach returned (the breakpoints are in), DETACHING just before
+ * they come out, OUT once every one is out (after the closes: from their thread). So that
+ * the device-time cost measurement, which times launch calls in the job, compares calls
+ * that met them alike. FN NULL: no more calls (it waits, up to 2 s, for the closes under
+ * way). */
+enum cuda_probe_event { CUDA_PROBES_ATTACHING, CUDA_PROBES_IN, CUDA_PROBES_DETACHING, CUDA_PROBES_OUT };
+void cuda__on_launch_probes(struct cuda_tracer *c, void (*fn)(void *arg, int event), void *arg);
 /* Attach and detach a probe on gpubpf's own text, never hit. Attaching uprobes waits for
  * an RCU grace period (the kernel's dup_mmap_sem, a per-CPU rwsem, taken for writing)
  * unless one was attached or detached less than a grace period ago: warmed so, a group's

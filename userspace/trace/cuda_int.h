@@ -34,8 +34,11 @@ struct cuda_tracer {
 	pthread_mutex_t lock;
 	struct cobj **objs;
 	size_t nobjs, capobjs;
-	bool group_on[CG__COUNT]; /* groups currently attached */
-	struct windows *win;	  /* the sampling windows: weights of drained calls (NULL: exact) */
+	bool group_on[CG__COUNT];		 /* groups currently attached */
+	void (*on_launch)(void *arg, int event); /* cuda__on_launch_probes */
+	void *on_launch_arg;
+	_Atomic int launch_closing; /* detaches of the launch probes whose OUT is to come */
+	struct windows *win;	    /* the sampling windows: weights of drained calls (NULL: exact) */
 	struct cuda_staged *staged;
 	size_t nstaged, capstaged;
 	bool trace; /* --trace: every call timed into `timeline` */
@@ -81,6 +84,9 @@ static inline double cuda_mono_now(void)
  * close(): the thread stores when it began in *began (CLOCK_MONOTONIC ns), if not NULL. */
 struct close_batch {
 	_Atomic int64_t *began;
+	void (*done)(void *arg, int event); /* called with CUDA_PROBES_OUT once all are closed */
+	void *done_arg;
+	_Atomic int *pending; /* decremented after DONE */
 	size_t n;
 	int fds[];
 };

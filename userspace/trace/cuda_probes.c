@@ -18,6 +18,15 @@
 #include "log.h"
 #include "umulti.h"
 
+static void batch_done(struct close_batch *b)
+{
+	if (b->done)
+		b->done(b->done_arg, CUDA_PROBES_OUT);
+	if (b->pending)
+		atomic_fetch_sub(b->pending, 1);
+	free(b);
+}
+
 static void *close_fds(void *arg)
 {
 	struct close_batch *b = arg;
@@ -31,7 +40,7 @@ static void *close_fds(void *arg)
 	}
 	for (size_t i = 0; i < b->n; i++)
 		close(b->fds[i]);
-	free(b);
+	batch_done(b);
 	return NULL;
 }
 
@@ -43,7 +52,8 @@ void cuda_close_async(struct close_batch *b)
 	if (!b || !b->n) {
 		if (b && b->began)
 			atomic_store(b->began, (int64_t)(cuda_mono_now() * 1e9));
-		free(b);
+		if (b)
+			batch_done(b);
 		return;
 	}
 	pthread_attr_init(&a);
@@ -84,6 +94,8 @@ void cuda__set_group(struct cuda_tracer *c, int g, bool on, _Atomic int64_t *beg
 		return;
 	}
 	if (on) {
+		if (g == CG_LAUNCH && c->on_launch)
+			c->on_launch(c->on_launch_arg, CUDA_PROBES_ATTACHING);
 		for (size_t i = 0; i < c->nobjs; i++) {
 			int err = cuda_group_attach(c, c->objs[i], g);
 
@@ -91,11 +103,20 @@ void cuda__set_group(struct cuda_tracer *c, int g, bool on, _Atomic int64_t *beg
 				pr_debug("cannot attach %s probes to pid %d: %s", cuda_group_names[g], c->objs[i]->pid,
 					 strerror(-err));
 		}
+		if (g == CG_LAUNCH && c->on_launch)
+			c->on_launch(c->on_launch_arg, CUDA_PROBES_IN);
 	} else {
-		b = malloc(sizeof(*b) + sizeof(int) * 2 * c->nobjs);
+		if (g == CG_LAUNCH && c->on_launch)
+			c->on_launch(c->on_launch_arg, CUDA_PROBES_DETACHING);
+		b = calloc(1, sizeof(*b) + sizeof(int) * 2 * c->nobjs);
 		if (b) {
 			b->n = 0;
 			b->began = began;
+			b->done = g == CG_LAUNCH ? c->on_launch : NULL;
+			b->done_arg = c->on_launch_arg;
+			b->pending = b->done ? &c->launch_closing : NULL;
+			if (b->pending)
+				atomic_fetch_add(b->pending, 1);
 		}
 		for (size_t i = 0; i < c->nobjs; i++) {
 			for (int ret = 0; ret <= 1; ret++) {
@@ -116,8 +137,25 @@ void cuda__set_group(struct cuda_tracer *c, int g, bool on, _Atomic int64_t *beg
 	if (!on) {
 		if (!b && began)
 			atomic_store(began, (int64_t)(cuda_mono_now() * 1e9));
+		/* without a batch the closes are done: out */
+		if (!b && g == CG_LAUNCH && c->on_launch)
+			c->on_launch(c->on_launch_arg, CUDA_PROBES_OUT);
 		cuda_close_async(b);
 	}
+}
+
+void cuda__on_launch_probes(struct cuda_tracer *c, void (*fn)(void *arg, int event), void *arg)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->on_launch = fn;
+	c->on_launch_arg = arg;
+	pthread_mutex_unlock(&c->lock);
+	/* unset: the detaches under way call the old one still; their closes take a grace
+	 * period or so each */
+	for (int i = 0; !fn && atomic_load(&c->launch_closing) > 0 && i < 2000; i++)
+		usleep(1000);
 }
 
 void cuda__set_window(struct cuda_tracer *c, int g, uint32_t id)
@@ -319,7 +357,7 @@ static int calib_attach(struct cuda_tracer *c, struct calib_link *k, uint64_t of
 static void calib_detach(struct calib_link *k)
 {
 	if (k->fd >= 0) {
-		struct close_batch *b = malloc(sizeof(*b) + sizeof(int));
+		struct close_batch *b = calloc(1, sizeof(*b) + sizeof(int));
 
 		if (b) {
 			b->began = NULL;

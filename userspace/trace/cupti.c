@@ -260,6 +260,10 @@ struct cupti_tracer *cupti__new(struct session *s, int targets_fd, int comms_fd)
 	if (!c)
 		return NULL;
 	c->s = s;
+	pthread_mutex_init(&c->probe_lock, NULL);
+	/* the launch probes are in from load until the windows first take them out */
+	c->probes_on = true;
+	c->probe_gen = DEV_PROBE_GEN_IN;
 	err = ensure_type(s, &s->t_gpu_kernel_ns, "gpu_kernel_time");
 	if (!err)
 		err = ensure_type(s, &s->t_gpu_memcpy_ns, "gpu_memcpy_time");
@@ -307,6 +311,7 @@ void cupti__free(struct cupti_tracer *c)
 	hmap__clear(&c->scanned);
 	cupti_bpf__destroy(c->skel);
 	devtrace__free(c->dt);
+	pthread_mutex_destroy(&c->probe_lock);
 	free(c);
 }
 

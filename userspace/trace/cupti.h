@@ -57,6 +57,10 @@ void cupti__set_budget(struct cupti_tracer *c, double budget_pct, double cost_pe
 struct windows;
 void cupti__set_windows(struct cupti_tracer *c, struct windows *w, double period);
 
+/* gpubpf's launch probes switched (EVENT: enum cuda_probe_event): each library's config
+ * hears of it (dev_config.probe_gen), from any thread (cuda__on_launch_probes). */
+void cupti__launch_probes(void *c, int event);
+
 /* What device time cost the targets' launching threads over ELAPSED seconds (a fraction),
  * as estimated from the measured costs; PARTS (may be NULL, else 4): [launches followed,
  * window switches, the cost measurement, callbacks kept on to name launch handles]. 0

@@ -5,6 +5,7 @@
 #ifndef GPUBPF_CUPTI_INT_H
 #define GPUBPF_CUPTI_INT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -16,6 +17,7 @@
 
 #define MAX_SCAN_PIDS 4096
 #define MAX_RANGES 32
+#define CPT_PROBE_TARGETS 64 /* libraries told of the launch probes' switches (more: not told) */
 #define LIB_NAME "libgpubpf_inject.so"
 
 /* hmap key spaces (third key word) */
@@ -74,6 +76,17 @@ struct cupti_tracer {
 	uint32_t names_wanted;			       /* callbacks on between windows: launch handles to name */
 	bool named_tick;			       /* the last tick that drained launches named them all */
 	uint64_t unnamed_seen, launches_seen, naming_ticks;
+	/* gpubpf's launch probes' state for the libraries (cupti__launch_probes): the
+	 * window thread and the detaches' threads write it, the main thread too (write_part) */
+	pthread_mutex_t probe_lock;
+	uint32_t probe_gen; /* dev_config.probe_gen */
+	uint32_t probe_sw;  /* switches so far */
+	bool probes_on;	    /* attached (the last attach returned, no detach since) */
+	int probes_pending; /* attaches not returned and detaches not closed yet */
+	struct {
+		uint32_t tgid;
+		uint64_t addr;
+	} probe_to[CPT_PROBE_TARGETS]; /* the configs to tell (addr 0: free) */
 };
 
 /* ---- cupti.c ---- */

@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@
 #include <bpf/libbpf.h>
 
 #include "../../bpf/cupti.h"
+#include "cuda.h"
 #include "cupti.h"
 #include "cupti.skel.h"
 #include "hmap.h"
@@ -80,10 +82,16 @@ static int write_part(struct cupti_tracer *c, struct cpt_wtarget *t)
 {
 	struct dev_config cur;
 	struct iovec l = {&cur, DEV_CONFIG_GPUBPF_PART}, r = {(void *)(uintptr_t)t->addr, DEV_CONFIG_GPUBPF_PART};
+	int err = 0;
 
+	/* the launch probes' state is written from other threads too: not undone here */
+	pthread_mutex_lock(&c->probe_lock);
 	if (!t->addr || process_vm_readv((pid_t)t->tgid, &l, 1, &r, 1, 0) != DEV_CONFIG_GPUBPF_PART ||
-	    cur.magic != DEV_CONFIG_MAGIC || cur.version != DEV_CONFIG_VERSION)
-		return -EINVAL;
+	    cur.magic != DEV_CONFIG_MAGIC || cur.version != DEV_CONFIG_VERSION) {
+		err = -EINVAL;
+		goto out;
+	}
+	cur.probe_gen = c->probe_gen;
 	cur.max_rate = c->max_rate;
 	cur.names_wanted = c->names_wanted;
 	cur.period_ms = c->win ? (uint32_t)lround(c->period * 1000) : 1000;
@@ -92,13 +100,76 @@ static int write_part(struct cupti_tracer *c, struct cpt_wtarget *t)
 	cur.every = c->every;
 	cur.seq++;
 	if (process_vm_writev((pid_t)t->tgid, &l, 1, &r, 1, 0) != DEV_CONFIG_GPUBPF_PART) {
+		err = -errno;
 		pr_debug("pid %u: cannot set the injection library's sampling: %s", t->tgid, strerror(errno));
-		return -errno;
+		goto out;
 	}
 	t->written_ppm = t->duty_ppm;
 	t->written_names = c->names_wanted;
 	t->written_every = c->every;
-	return 0;
+out:
+	pthread_mutex_unlock(&c->probe_lock);
+	return err;
+}
+
+/* TGID's config at ADDR hears of the launch probes' switches from now (ADDR 0: no more). */
+static void probe_target(struct cupti_tracer *c, uint32_t tgid, uint64_t addr)
+{
+	int i, free_i = -1;
+
+	pthread_mutex_lock(&c->probe_lock);
+	for (i = 0; i < CPT_PROBE_TARGETS; i++) {
+		if (c->probe_to[i].addr && c->probe_to[i].tgid == tgid)
+			break;
+		if (!c->probe_to[i].addr && free_i < 0)
+			free_i = i;
+	}
+	if (i == CPT_PROBE_TARGETS)
+		i = free_i;
+	if (i >= 0) {
+		c->probe_to[i].tgid = tgid;
+		c->probe_to[i].addr = addr;
+	}
+	pthread_mutex_unlock(&c->probe_lock);
+}
+
+void cupti__launch_probes(void *arg, int event)
+{
+	struct cupti_tracer *c = arg;
+	uint32_t gen;
+
+	pthread_mutex_lock(&c->probe_lock);
+	switch (event) {
+	case CUDA_PROBES_ATTACHING:
+		c->probes_pending++;
+		break;
+	case CUDA_PROBES_IN:
+		c->probes_pending--;
+		c->probes_on = true;
+		break;
+	case CUDA_PROBES_DETACHING:
+		c->probes_on = false;
+		c->probes_pending++;
+		break;
+	case CUDA_PROBES_OUT:
+		c->probes_pending--;
+		break;
+	}
+	/* every switch a new value: a launch call that spans one is not timed */
+	c->probe_sw++;
+	c->probe_gen = c->probe_sw * 4 + (c->probes_pending > 0 ? DEV_PROBE_GEN_SWITCHING
+					  : c->probes_on	? DEV_PROBE_GEN_IN
+								: DEV_PROBE_GEN_OUT);
+	gen = c->probe_gen;
+	for (int i = 0; i < CPT_PROBE_TARGETS; i++) {
+		struct iovec l = {&gen, sizeof(gen)},
+			     r = {(void *)(uintptr_t)(c->probe_to[i].addr + offsetof(struct dev_config, probe_gen)),
+				  sizeof(gen)};
+
+		if (c->probe_to[i].addr)
+			process_vm_writev((pid_t)c->probe_to[i].tgid, &l, 1, &r, 1, 0);
+	}
+	pthread_mutex_unlock(&c->probe_lock);
 }
 
 void cpt_win_attached(struct cupti_tracer *c, uint32_t tgid, uint64_t addr)
@@ -107,6 +178,7 @@ void cpt_win_attached(struct cupti_tracer *c, uint32_t tgid, uint64_t addr)
 
 	if (!t)
 		return;
+	probe_target(c, tgid, addr);
 	t->addr = addr;
 	t->written_ppm = UINT32_MAX;
 	write_part(c, t);
@@ -161,6 +233,8 @@ static void read_target(struct cupti_tracer *c, struct cpt_wtarget *t)
 
 	if (!t->addr || process_vm_readv((pid_t)t->tgid, &l, 1, &r, 1, 0) != (ssize_t)sizeof(cfg) ||
 	    cfg.magic != DEV_CONFIG_MAGIC || cfg.version != DEV_CONFIG_VERSION) {
+		if (t->addr)
+			probe_target(c, t->tgid, 0);
 		t->addr = 0; /* gone, or not ours any more */
 		return;
 	}
@@ -380,7 +454,7 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 	struct est_total k, t;
 	double parts[4], total, act = 0, cb = 0, base = 0;
 	char e[32], lo[32], hi[32], seen[32], every[128] = "";
-	int n = 0;
+	int n = 0, probes[3] = {0};
 
 	if (!c->win)
 		return;
@@ -395,6 +469,7 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 		act += w->cost.on_ns > w->cost.off_ns ? (double)(w->cost.on_ns - w->cost.off_ns) : 0;
 		cb += (double)w->cost.callback_ns;
 		base += (double)w->cost.off_ns - DEV_CB_DISPATCH_S * 1e9;
+		probes[w->cost.probes <= DEV_PROBES_MIXED ? w->cost.probes : DEV_PROBES_MIXED]++;
 		n++;
 	}
 	total = cupti__overhead(c, elapsed, parts);
@@ -413,18 +488,19 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 		    "gpu cost: device time in windows of %.3g%% of each %.3g s period%s, sized for a thread that does "
 		    "nothing but launch: a launch costs %.2f us more with it (CUPTI's activity and the launch probe "
 		    "%.2f us, measured in the job by timing launch calls followed with activity on against calls with "
-		    "it off, callbacks %.2f us timed in them and CUPTI's dispatch to them %.2f us, the H100's) against "
-		    "%.2f us without; estimated overhead %.3g%% "
+		    "it off, those that met gpubpf's CPU launch probes alike: all out in %d, all in in %d, mixed in %d "
+		    "of %d targets; callbacks %.2f us timed in them and CUPTI's dispatch to them %.2f us, the H100's) "
+		    "against %.2f us without; estimated overhead %.3g%% "
 		    "(%" PRIu64 " launches followed in %" PRIu64
 		    " windows %.3g%%, their switches %.3g%% (CUPTI set up and torn down, %.3g ms a window), the "
 		    "measurement %.3g%%, callbacks on outside windows (the measurement's warm-up, and in %" PRIu64
 		    " ticks to name new launch handles) %.3g%% (the library's time in them, and CUPTI's dispatch to "
 		    "them taken as the H100's 0.6 us), all launching threads together)",
 		    100 * c->duty, c->period * c->every, every, (act + cb) / n / 1e3 + DEV_CB_DISPATCH_S * 1e6,
-		    act / n / 1e3, cb / n / 1e3, DEV_CB_DISPATCH_S * 1e6, (base - cb) / n / 1e3, 100 * total,
-		    c->followed, c->windows, 100 * parts[0], 100 * parts[1],
-		    c->windows ? (double)c->switch_ns / c->windows / 1e6 : 0, 100 * parts[2], c->naming_ticks,
-		    100 * parts[3]);
+		    act / n / 1e3, probes[DEV_PROBES_OUT], probes[DEV_PROBES_IN], probes[DEV_PROBES_MIXED], n,
+		    cb / n / 1e3, DEV_CB_DISPATCH_S * 1e6, (base - cb) / n / 1e3, 100 * total, c->followed, c->windows,
+		    100 * parts[0], 100 * parts[1], c->windows ? (double)c->switch_ns / c->windows / 1e6 : 0,
+		    100 * parts[2], c->naming_ticks, 100 * parts[3]);
 	}
 	est_group_total(&c->est, 0, &k);
 	est_group_total(&c->est, 1, &t);

@@ -271,8 +271,11 @@ int engine__open_tracers(struct engine *e)
 		return err ? err : -ENOMEM;
 	}
 	/* Device time in windows too, planned by the same governor. */
-	if (e->win)
+	if (e->win) {
 		cupti__set_windows(e->cupti, e->win, e->gov.period);
+		/* the cost measurement compares launch calls that met the launch probes alike */
+		cuda__on_launch_probes(e->cuda, cupti__launch_probes, e->cupti);
+	}
 	cupti__set_budget(e->cupti, o->budget, e->gov.cost_per_hit, o->exact);
 	return 0;
 }
@@ -385,6 +388,9 @@ int engine__step(struct engine *e)
 	int timeout = 100;
 
 	procs__poll(e->s.procs, timeout);
+	/* a library's attach at once, not at the tick: its cost measurement waits for
+	 * gpubpf's first write */
+	cupti__consume_events(e->cupti);
 	t = engine__now();
 	if (o->duration > 0 && t - e->start >= o->duration)
 		return ENGINE_DURATION;
@@ -406,6 +412,7 @@ int engine__stop(struct engine *e)
 	status__clear(&e->status);
 	/* The windows' books close before the last drain: every call gets its weight. */
 	windows__stop(e->win);
+	cuda__on_launch_probes(e->cuda, NULL, NULL);
 	procs__drain_events(e->s.procs);
 	/* From here on nothing is probed any more: a started command that loads a library
 	 * now must not wait for the drains, symbolization and writing. */
@@ -435,6 +442,7 @@ void engine__detach(struct engine *e)
 {
 	cpu__free(e->cpu);
 	e->cpu = NULL;
+	cuda__on_launch_probes(e->cuda, NULL, NULL);
 	cuda__free(e->cuda);
 	e->cuda = NULL;
 	cupti__detach(e->cupti);
@@ -444,6 +452,7 @@ void engine__close(struct engine *e)
 {
 	windows__free(e->win);
 	e->win = NULL;
+	cuda__on_launch_probes(e->cuda, NULL, NULL);
 	cupti__free(e->cupti);
 	e->cupti = NULL;
 	cuda__free(e->cuda);

@@ -77,6 +77,11 @@ static uint32_t corr_next = 1;
 /* CUPTI_MODEL_DEBUG: launch calls in each state (enum st) and their time; set-ups, finalizes */
 enum st { ST_NONE, ST_SUBSCRIBED, ST_AFTER_ACTIVITY, ST_ACTIVITY, ST_N };
 static uint64_t ns_state[ST_N], n_state[ST_N], n_fin, n_setup;
+/* the time from the thread's last launch call's return to this one's start (under 1 ms) */
+static uint64_t gap_state[ST_N], n_gap[ST_N];
+static __thread uint64_t tls_last_end;
+/* the time in the client's callbacks, enter and exit */
+static uint64_t cbt_state[ST_N];
 
 __attribute__((constructor)) static void model_settings(void)
 {
@@ -148,7 +153,7 @@ EXPORT void cupti_model_launch(uint64_t kernel_ns, void (*driver)(void *f))
 	};
 	CUpti_CallbackFunc fn;
 	void *ud;
-	uint64_t t0, cost = MODEL_LAUNCH_NS, wait, start, end, whole = mono_ns();
+	uint64_t t0, cost = MODEL_LAUNCH_NS, wait, start, end, cbt, whole = mono_ns();
 	bool follow;
 	enum st state;
 
@@ -162,6 +167,7 @@ EXPORT void cupti_model_launch(uint64_t kernel_ns, void (*driver)(void *f))
 		cb.callbackSite = CUPTI_API_ENTER;
 		fn(ud, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
 	}
+	cbt = mono_ns() - whole;
 	pthread_mutex_lock(&mu);
 	cost +=
 	    (subscribed ? MODEL_SUBSCRIBED_NS : 0) + (dirty ? MODEL_DIRTY_NS : 0) + (follow ? MODEL_CALLBACKS_NS : 0);
@@ -198,12 +204,19 @@ EXPORT void cupti_model_launch(uint64_t kernel_ns, void (*driver)(void *f))
 	}
 	follow = subscribed && cb_on[CUPTI_CB_DOMAIN_DRIVER_API][1];
 	pthread_mutex_unlock(&mu);
+	t0 = mono_ns();
 	if (follow) {
 		cb.callbackSite = CUPTI_API_EXIT;
 		fn(ud, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
 	}
+	__atomic_add_fetch(&cbt_state[state], cbt + mono_ns() - t0, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&ns_state[state], mono_ns() - whole, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&n_state[state], 1, __ATOMIC_RELAXED);
+	if (tls_last_end && whole - tls_last_end < 1000000) {
+		__atomic_add_fetch(&gap_state[state], whole - tls_last_end, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&n_gap[state], 1, __ATOMIC_RELAXED);
+	}
+	tls_last_end = mono_ns();
 }
 
 /* ---- the subset of CUPTI's API the injection library uses ------------------------------ */
@@ -413,8 +426,13 @@ __attribute__((destructor)) static void model_stats(void)
 	if (!getenv("CUPTI_MODEL_DEBUG"))
 		return;
 	for (int i = 0; i < ST_N; i++)
-		fprintf(stderr, "model: %llu launches %s, %.2f us each\n", (unsigned long long)n_state[i], names[i],
-			n_state[i] ? (double)ns_state[i] / (double)n_state[i] / 1e3 : 0);
+		fprintf(stderr,
+			"model: %llu launches %s, %.2f us each (%.2f us in callbacks), %.2f us from the last one's "
+			"return\n",
+			(unsigned long long)n_state[i], names[i],
+			n_state[i] ? (double)ns_state[i] / (double)n_state[i] / 1e3 : 0,
+			n_state[i] ? (double)cbt_state[i] / (double)n_state[i] / 1e3 : 0,
+			n_gap[i] ? (double)gap_state[i] / (double)n_gap[i] / 1e3 : 0);
 	fprintf(stderr, "model: %llu set-ups, %llu finalizes\n", (unsigned long long)n_setup,
 		(unsigned long long)n_fin);
 }
