@@ -194,7 +194,7 @@ TEST(device_bound_start_not_charged_to_cupti)
 TEST(launch_probes_state_matched)
 {
 	uint32_t n = 0;
-	int want = 0, guard = 0;
+	int want = 0, guard = 0, slow = 0;
 
 	reset(100);
 	st.probe_gen = &cfg.probe_gen;
@@ -221,11 +221,13 @@ TEST(launch_probes_state_matched)
 	CHECK_INT(cfg.cost.state, DEV_COST_DONE);
 	CHECK(cfg.cost.probes != DEV_PROBES_MIXED);
 	CHECK(cfg.cost.on_ns > cfg.cost.off_ns + 1000 && cfg.cost.on_ns < cfg.cost.off_ns + 2200);
+	/* a switch falls in one call of 16: hundreds; a preempted call may be as slow */
 	for (int h = 0; h < 2; h++)
 		for (int p = 0; p < INJ_PROBE_STATES; p++)
 			for (uint32_t i = 0; i < st.timing.n[h][p] && i < INJ_TIMED_MAX; i++)
-				if (st.timing.ns[h][p][i] > 40000)
-					T_FAIL("a call a switch fell in was kept: %u ns", st.timing.ns[h][p][i]);
+				slow += st.timing.ns[h][p][i] > 40000;
+	if (slow > 3)
+		T_FAIL("%d calls a switch fell in were kept", slow);
 	st.probe_gen = NULL;
 }
 
