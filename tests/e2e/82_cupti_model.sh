@@ -27,7 +27,7 @@ run_model() { # name kernel_ns
 }
 
 check_model() { # name
-	python3 - "$TMP/$1.raw" "$TMP/$1.log" <<'PY' | sed "s/^\(PASS\|FAIL\) /\1 82_cupti_model:$1:/"
+	python3 - "$TMP/$1.raw" "$TMP/$1.log" "$1" <<'PY' | sed "s/^\(PASS\|FAIL\) /\1 82_cupti_model:$1:/"
 import re, sys
 raw, log = open(sys.argv[1]).read(), open(sys.argv[2]).read()
 num = lambda s: float(s.replace(",", ""))
@@ -54,6 +54,12 @@ verdict("every-followed-launch-has-its-record", abs(recs - followed) <= max(5, f
 verdict("truth-in-stated-interval", lo <= t <= hi, f"{t} launches, estimate {k:.0f} [{lo:.0f}, {hi:.0f}]")
 half = 100 * (hi - lo) / 2 / k if k else 1e9
 verdict("interval-useful", half <= 60, f"+-{half:.0f}%")
+# device-bound, CUPTI's cost pushes no launch out: the windows' count alone is the
+# estimate, within a few percent (+-3% in 6 runs). A window due while the last one's
+# records drained followed nothing (the library's backend left between states): -5% to
+# -11% then.
+if sys.argv[3] == "device_bound":
+    verdict("device-bound-within-8pct", abs(k / t - 1) <= 0.08 if t else False, f"{100 * (k / t - 1):+.1f}%")
 print(f"# {t} launches, estimated {k:.0f} ({100 * (k / t - 1):+.1f}%), 95% CI +-{half:.0f}%; {recs} records of "
       f"{followed} followed launches in {windows} windows (every {every}), {lost} lost")
 PY

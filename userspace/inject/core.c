@@ -206,10 +206,14 @@ static uint64_t schedule(uint64_t now)
 		 * see its exit callback */
 		if (((want ^ backend_on) & INJ_CB) || !done)
 			__atomic_add_fetch(&inj.cb_gen, 1, __ATOMIC_ACQ_REL);
-		if (done)
-			backend_on = want;
-		else if (wake > now + INJ_RETRY_NS)
-			wake = now + INJ_RETRY_NS; /* not there yet: again soon */
+		/* Not there yet (a window's records still draining, CUPTI on its way down):
+		 * neither state, so that the next step asks again whatever it wants. Left at
+		 * the old state, a window due meanwhile wanted what the old state was, was
+		 * never set up, and followed nothing (the drain ran on with callbacks off until
+		 * its end: 0 launches in one window of several, device-bound, tests/e2e/82). */
+		backend_on = done ? want : INJ_UNSET;
+		if (!done && wake > now + INJ_RETRY_NS)
+			wake = now + INJ_RETRY_NS; /* again soon */
 		t1 = mono_ns();
 	}
 	/* The windows follow what is on, not what is wanted; a finalize after the last

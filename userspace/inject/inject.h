@@ -165,6 +165,7 @@ void inj_count_lost(struct inj_state *s, uint64_t n);
 /* What activity and callbacks should be: INJ_CB (callbacks), INJ_ACT (activity). */
 #define INJ_CB 1
 #define INJ_ACT 2
+#define INJ_UNSET (-1) /* the backend between states (a switch not done yet) */
 
 #define INJ_SLICE_NS 4000000ull		   /* the cost measurement counts its calls this often */
 #define INJ_MEASURE_NS 300000000ull	   /* ... for at most this long, a third in each phase */
