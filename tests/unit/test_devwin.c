@@ -231,21 +231,34 @@ TEST(launch_probes_state_matched)
 	st.probe_gen = NULL;
 }
 
-/* The measurement starts only once gpubpf has written this attach's config (seq): until
- * then it cannot say which calls met its launch probes. Callbacks stay on meanwhile (they
- * name the launches). */
+/* No call is kept before gpubpf has written this attach's config (seq): until then it
+ * cannot say which calls met its launch probes. The warm-up runs meanwhile, and ends no
+ * earlier than the write. */
 TEST(measurement_waits_for_gpubpf)
 {
-	uint64_t wake, t = 1000000000ull;
+	int want, guard = 0;
 
 	reset(100);
 	cfg.seq = 0;
-	cfg.names_wanted = 1; /* as at attach */
-	CHECK_INT(inj_sched_step(&sc, &st, &cfg, t, &wake), INJ_CB);
-	CHECK_INT(cfg.cost.state, DEV_COST_NONE);
-	cfg.seq = 1;
-	CHECK_INT(inj_sched_step(&sc, &st, &cfg, t + 1000000, &wake), INJ_CB);
+	want = step_now();
 	CHECK_INT(cfg.cost.state, DEV_COST_MEASURING);
+	/* launches for twice the warm-up: nothing kept, still the first phase */
+	for (uint64_t t0 = now_ns(); now_ns() - t0 < 2 * INJ_MEASURE_WARMUP_NS;) {
+		for (int i = 0; i < 20; i++)
+			launch(2000, 3000, want);
+		want = step_now();
+	}
+	CHECK_INT(st.timing.phase, 0);
+	CHECK_INT(st.timing.n[0][INJ_PROBES_OUT] + st.timing.n[0][INJ_PROBES_IN], 0);
+	/* written: on from here, at once (the warm-up is over) */
+	cfg.seq = 1;
+	while (cfg.cost.state == DEV_COST_MEASURING && guard++ < 100000) {
+		for (int i = 0; i < 20; i++)
+			launch(2000, 3000, want);
+		want = step_now();
+	}
+	CHECK_INT(cfg.cost.state, DEV_COST_DONE);
+	CHECK(cfg.cost.on_ns > cfg.cost.off_ns + 2000 && cfg.cost.on_ns < cfg.cost.off_ns + 4000);
 }
 
 TEST(idle_job_measured_again_later)

@@ -203,7 +203,8 @@ static void drop_calls(struct inj_timing *t, int a, bool to_off1)
  * few milliseconds (a launch of 5 us makes the calls in 1.3 ms) can fall all in one and
  * the next all out of one. So the first phase, which costs the job little, runs at least
  * INJ_MEASURE_SPREAD_NS and until it has its calls with the probes out (they are out
- * most of the time; in, where its time ran out first); the "on" phase, the dear one,
+ * most of the time; in, where they stayed in all along or its time ran out first); the
+ * "on" phase, the dear one,
  * runs until it has its calls in a state the first one has, the last until it has them
  * in the state compared. */
 static int measure_step(struct inj_sched *sc, struct inj_state *s, volatile struct dev_config *cfg, uint64_t now,
@@ -225,9 +226,15 @@ static int measure_step(struct inj_sched *sc, struct inj_state *s, volatile stru
 	 * INJ_MEASURE_WAIT_NS is idle. */
 	if (t->phase == 0 && !n0 && !t->first) {
 		over = now - t->phase_at >= INJ_MEASURE_WAIT_NS;
-	} else if (t->phase == 0 && (!t->first || now < t->first + INJ_MEASURE_WARMUP_NS)) {
+	} else if (t->phase == 0 && (!t->first || now < t->first + INJ_MEASURE_WARMUP_NS || !cfg->seq)) {
 		if (!t->first)
 			t->first = now;
+		/* Nor before gpubpf has written this attach's config: from then on it says which
+		 * launch calls met its launch probes (probe_gen). It writes at once (0.1 s at
+		 * most), within the warm-up as a rule; the warm-up ends no earlier. */
+		if (!cfg->seq && now - t->first > INJ_MEASURE_WARMUP_NS)
+			t->first = now - INJ_MEASURE_WARMUP_NS;
+		t->probes0 = cfg->probe_gen;
 		drop_calls(t, 0, false);
 		n0 = 0;
 		over = false;
@@ -247,8 +254,12 @@ static int measure_step(struct inj_sched *sc, struct inj_state *s, volatile stru
 			if (t->off1[q] >= INJ_MEASURE_MIN && kept(t, 1, q) > got)
 				got = kept(t, 1, q);
 	}
+	/* the probes in all along (a group never windowed, or windows far apart): no
+	 * waiting for them to come out */
 	if (t->phase == 0 &&
-	    (over || (kept(t, 0, INJ_PROBES_OUT) >= INJ_MEASURE_CALLS / 2 && now - from >= INJ_MEASURE_SPREAD_NS))) {
+	    (over || (now - from >= INJ_MEASURE_SPREAD_NS &&
+		      (kept(t, 0, INJ_PROBES_OUT) >= INJ_MEASURE_CALLS / 2 ||
+		       (kept(t, 0, INJ_PROBES_IN) >= INJ_MEASURE_CALLS / 2 && cfg->probe_gen == t->probes0))))) {
 		/* the calls kept: a launch of 5 us makes 800 in one look, and the last phase
 		 * needs room for its own (drift cancels only with both) */
 		for (int q = 0; q < INJ_PROBE_STATES; q++)
@@ -348,9 +359,7 @@ int inj_sched_step(struct inj_sched *sc, struct inj_state *s, volatile struct de
 		return INJ_CB | INJ_ACT;
 	}
 	s->windowed = true;
-	/* measured once gpubpf has written this attach's config: from then on it says which
-	 * launch calls met its launch probes (probe_gen) */
-	if (cfg->seq && (cfg->cost.state == DEV_COST_NONE || (cfg->cost.state == DEV_COST_IDLE && now >= sc->retry_at)))
+	if (cfg->cost.state == DEV_COST_NONE || (cfg->cost.state == DEV_COST_IDLE && now >= sc->retry_at))
 		measure_start(sc, s, cfg, now);
 	if (cfg->cost.state == DEV_COST_MEASURING)
 		return measure_step(sc, s, cfg, now, wake);

@@ -81,6 +81,7 @@ struct inj_timing {
 	uint32_t off1[INJ_PROBE_STATES]; /* calls of n[0][p] kept in phase 0 */
 	uint64_t phase_at;		 /* when the phase began */
 	uint64_t first;			 /* when the watcher first saw a timed call in the phase */
+	uint32_t probes0;		 /* dev_config.probe_gen at the first phase's warm-up's end */
 	uint32_t gen;			 /* bumped at each switch: a call that spans one is not kept */
 	/* calls kept, [activity off, on][gpubpf's launch probes' state], and their durations */
 	uint32_t n[2][INJ_PROBE_STATES];
