@@ -52,10 +52,24 @@ static void *cupti_handle;
 static CUpti_SubscriberHandle subscriber;
 static bool subscribed, activity_on;
 static bool job_cupti; /* the CUPTI is the one the job loaded itself */
-/* cuptiFinalize, run by the next API exit callback (CUPTI's advice: no API call of the
- * job is then inside CUPTI): FIN_NONE, FIN_PENDING, FIN_RUNNING */
+/* cuptiFinalize, run by the next exit callback of a thread's outermost API call (CUPTI's
+ * advice: no API call of the job is then inside CUPTI): FIN_NONE, FIN_PENDING,
+ * FIN_RUNNING. Never in a driver call's exit inside a runtime call (kineto finalizes at
+ * runtime API exits only): the runtime call's exit would then run in a CUPTI torn down.
+ * On an H100 that broke the job's heap ("corrupted double-linked list") or segfaulted it,
+ * within a second of device time's first window (docs/DEVICE_TIME.md). */
 enum { FIN_NONE, FIN_PENDING, FIN_RUNNING };
 static int finalize_pending;
+static uint64_t fin_asked; /* when the finalize was asked for */
+static uint64_t fin_done;  /* when the last one returned */
+static bool runtime_seen;  /* a runtime API callback came: launches are runtime calls */
+/* After a finalize, CUPTI is left alone this long: the thread that ran it is still on
+ * its way out of CUPTI's callback dispatch and of the API call, and a CUPTI set up again
+ * meanwhile (the next window's) is set up under its feet. */
+#define FIN_SETTLE_NS 2000000ull
+/* A job whose launches are runtime calls finalizes at a runtime call's exit; one that
+ * has driver calls alone after it (Triton's) at a driver call's, after this long. */
+#define FIN_DRIVER_AFTER_NS 100000000ull
 /* Device time in windows: activity was on since CUPTI was set up; a window's end then
  * tears CUPTI down (cupti_set), after the window's records came in or DRAIN_NS passed
  * (a kernel queued behind 1024 others of 20 us each ends 20 ms after its launch). */
@@ -152,20 +166,56 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 	CUpti_Activity *r = NULL;
 	size_t dropped = 0;
 
+	bool finalizing = __atomic_load_n(&finalize_pending, __ATOMIC_ACQUIRE) == FIN_RUNNING;
+
 	(void)size;
-	inj_sample_clock();
+	/* a buffer handed back by cuptiFinalize itself: no CUPTI call but the records' */
+	if (!finalizing)
+		inj_sample_clock();
 	if (valid > 0) {
 		while (p_cuptiActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS)
 			inj_handle_record(r);
 	}
 	inj_flush(&inj);
-	if (p_cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
+	if (!finalizing && p_cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
 		inj_count_lost(&inj, dropped);
 	if (buffer)
 		pool_put(buffer);
 }
 
 /* ---- API callbacks -------------------------------------------------------------------- */
+
+/* Under FIN_PENDING, in an exit callback: whether this one ends a call no other call of
+ * its thread is around (a driver call's only where the job's launches are not runtime
+ * calls, or none has come for FIN_DRIVER_AFTER_NS). */
+static bool may_finalize(CUpti_CallbackDomain dom, CUpti_CallbackId cbid)
+{
+	if (!inj_outermost_exit(&inj, dom, cbid))
+		return false;
+	return dom == CUPTI_CB_DOMAIN_RUNTIME_API || !__atomic_load_n(&runtime_seen, __ATOMIC_RELAXED) ||
+	       inj_mono_ns() - __atomic_load_n(&fin_asked, __ATOMIC_ACQUIRE) > FIN_DRIVER_AFTER_NS;
+}
+
+/* In the exit callback of the thread's outermost call, as the finalize was asked. */
+static void finalize_here(void)
+{
+	int one = FIN_PENDING;
+	uint64_t t0 = inj_mono_ns(), t1;
+
+	if (!__atomic_compare_exchange_n(&finalize_pending, &one, FIN_RUNNING, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return;
+	p_cuptiFinalize();
+	t1 = inj_mono_ns();
+	/* its name strings are gone: names are looked up by their text again */
+	__atomic_add_fetch(&inj.names_gen, 1, __ATOMIC_RELEASE);
+	/* a launching thread's time: the next window's switches count it */
+	__atomic_add_fetch(&inj_finalize_ns, t1 - t0, __ATOMIC_RELAXED);
+	__atomic_store_n(&subscribed, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&fin_done, t1, __ATOMIC_RELEASE);
+	__atomic_store_n(&inj.quiet, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&finalize_pending, FIN_NONE, __ATOMIC_RELEASE);
+}
 
 void CUPTIAPI inj_on_callback(void *userdata, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data)
 {
@@ -175,36 +225,54 @@ void CUPTIAPI inj_on_callback(void *userdata, CUpti_CallbackDomain dom, CUpti_Ca
 	(void)userdata;
 	if ((dom != CUPTI_CB_DOMAIN_RUNTIME_API && dom != CUPTI_CB_DOMAIN_DRIVER_API) || cbid >= CBID_MAX || !cb)
 		return;
-	if (__atomic_load_n(&finalize_pending, __ATOMIC_ACQUIRE)) {
-		int one = FIN_PENDING;
-
-		if (cb->callbackSite == CUPTI_API_EXIT &&
-		    __atomic_compare_exchange_n(&finalize_pending, &one, FIN_RUNNING, false, __ATOMIC_ACQ_REL,
-						__ATOMIC_ACQUIRE)) {
-			uint64_t t0 = inj_mono_ns();
-
-			p_cuptiFinalize();
-			/* its name strings are gone: names are looked up by their text again */
-			__atomic_add_fetch(&inj.names_gen, 1, __ATOMIC_RELEASE);
-			/* a launching thread's time: the next window's switches count it */
-			__atomic_add_fetch(&inj_finalize_ns, inj_mono_ns() - t0, __ATOMIC_RELAXED);
-			__atomic_store_n(&subscribed, false, __ATOMIC_RELEASE);
-			__atomic_store_n(&finalize_pending, FIN_NONE, __ATOMIC_RELEASE);
-		}
-		return;
-	}
 	cls = inj_cb_class[dom][cbid];
 	if (!cls)
 		return;
+	if (dom == CUPTI_CB_DOMAIN_RUNTIME_API && !__atomic_load_n(&runtime_seen, __ATOMIC_RELAXED))
+		__atomic_store_n(&runtime_seen, true, __ATOMIC_RELAXED);
 	if (cb->callbackSite == CUPTI_API_ENTER) {
 		uint64_t t_cb = inj_callback_start(&inj);
 
-		if (cls == INJ_API_LAUNCH && cb->symbolName)
+		if (cls == INJ_API_LAUNCH && cb->symbolName && !__atomic_load_n(&inj.quiet, __ATOMIC_RELAXED))
 			inj_announce_handle(&inj, inj_launch_handle(dom, cbid, cb->functionParams), cb->symbolName);
 		inj_api_enter(&inj, t_cb, cls, dom, cbid, cb->correlationId, cb->functionName);
-	} else {
-		inj_api_exit(&inj);
+		return;
 	}
+	if (__atomic_load_n(&finalize_pending, __ATOMIC_ACQUIRE) == FIN_PENDING && may_finalize(dom, cbid)) {
+		inj_api_exit(&inj);
+		finalize_here();
+		return;
+	}
+	inj_api_exit(&inj);
+}
+
+/* Finalize at the next outermost API exit; meanwhile the callbacks keep quiet. */
+static void finalize_soon(void)
+{
+	__atomic_store_n(&fin_asked, inj_mono_ns(), __ATOMIC_RELEASE);
+	__atomic_store_n(&inj.quiet, true, __ATOMIC_RELEASE);
+	__atomic_store_n(&finalize_pending, FIN_PENDING, __ATOMIC_RELEASE);
+}
+
+/* Whether CUPTI may be called now: no finalize asked for or running, and the last one's
+ * thread out of CUPTI (FIN_SETTLE_NS). */
+static bool cupti_settled(void)
+{
+	return !__atomic_load_n(&finalize_pending, __ATOMIC_ACQUIRE) &&
+	       inj_mono_ns() - __atomic_load_n(&fin_done, __ATOMIC_ACQUIRE) >= FIN_SETTLE_NS;
+}
+
+/* Attach and detach: a finalize asked for and not begun is called off (the subscription
+ * is still ours); one running, and its thread's way out, are waited for. */
+static void finalize_off(void)
+{
+	int one = FIN_PENDING;
+	struct timespec ts = {0, 200000};
+
+	if (__atomic_compare_exchange_n(&finalize_pending, &one, FIN_NONE, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&inj.quiet, false, __ATOMIC_RELEASE);
+	while (!cupti_settled())
+		nanosleep(&ts, NULL);
 }
 
 /* ---- attach / detach ------------------------------------------------------------------ */
@@ -395,14 +463,7 @@ static int cupti_attach(struct inj_state *s, char *why, size_t len)
 	inj_device_clock = cupti_clock;
 	/* A detach whose cuptiFinalize never ran (no API call since): the subscription is
 	 * still ours. One that runs now ends within milliseconds. */
-	{
-		int one = FIN_PENDING;
-
-		__atomic_compare_exchange_n(&finalize_pending, &one, FIN_NONE, false, __ATOMIC_ACQ_REL,
-					    __ATOMIC_ACQUIRE);
-		while (__atomic_load_n(&finalize_pending, __ATOMIC_ACQUIRE) == FIN_RUNNING)
-			sched_yield();
-	}
+	finalize_off();
 	windows_mode = s->windowed;
 	st = subscribe(why, len);
 	if (st)
@@ -449,10 +510,14 @@ fail:
 	return DEV_ST_CUPTI_ERROR;
 }
 
+static void set_callbacks(bool on);
+
 static void cupti_detach(void)
 {
 	const char *e = getenv("GPUBPF_INJECT_FINALIZE");
 
+	/* a window's finalize not yet run: called off, and asked for again below */
+	finalize_off();
 	activity_off();
 	/* The job's own CUPTI (PyTorch's): its profiler may subscribe any moment from now,
 	 * before any API call would run a pending cuptiFinalize, and CUPTI takes one
@@ -465,8 +530,10 @@ static void cupti_detach(void)
 	if (p_cuptiFinalize && !(e && strcmp(e, "0") == 0)) {
 		/* Callbacks stay subscribed until the next API exit runs cuptiFinalize; they
 		 * follow nothing meanwhile. */
-		if (__atomic_load_n(&subscribed, __ATOMIC_ACQUIRE))
-			__atomic_store_n(&finalize_pending, FIN_PENDING, __ATOMIC_RELEASE);
+		if (__atomic_load_n(&subscribed, __ATOMIC_ACQUIRE)) {
+			set_callbacks(true);
+			finalize_soon();
+		}
 		return;
 	}
 	unsubscribe();
@@ -474,7 +541,7 @@ static void cupti_detach(void)
 
 static void cupti_flush(void)
 {
-	if (activity_on)
+	if (activity_on && cupti_settled())
 		p_cuptiActivityFlushAll(0);
 }
 
@@ -526,7 +593,7 @@ static bool cupti_set(int want)
 {
 	bool act = want & INJ_ACT, cb = want & INJ_CB;
 
-	if (__atomic_load_n(&finalize_pending, __ATOMIC_ACQUIRE))
+	if (!cupti_settled())
 		return !want;
 	if (!__atomic_load_n(&subscribed, __ATOMIC_ACQUIRE)) {
 		if (!want)
@@ -563,9 +630,9 @@ static bool cupti_set(int want)
 		if (act_dirty && deficit() > open_deficit && inj_mono_ns() < drain_until)
 			return false;
 		p_cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-		/* the next API exit finalizes: its callback must be on */
+		/* the next outermost API exit finalizes: its callback must be on */
 		set_callbacks(true);
-		__atomic_store_n(&finalize_pending, FIN_PENDING, __ATOMIC_RELEASE);
+		finalize_soon();
 		return !want;
 	}
 	set_callbacks(cb);

@@ -107,6 +107,9 @@ struct inj_state {
 	 * them: a launch followed in it makes its record only inside the driver); reset when
 	 * a window opens, so a call whose exit never came is not waited for again. */
 	int32_t in_followed;
+	/* CUPTI waits to be finalized (cupti_backend.c): the callbacks only keep where each
+	 * thread is in its calls (inj_outermost_exit), and count, time and follow nothing */
+	bool quiet;
 	struct inj_timing timing;
 	uint32_t epoch;
 	uint32_t sampled[INJ_SAMPLED_SLOTS]; /* corr stored at corr % slots: "corr was followed" */
@@ -153,6 +156,10 @@ uint64_t inj_callback_start(struct inj_state *s);
 void inj_api_enter(struct inj_state *s, uint64_t t_cb, enum inj_api_class cls, uint32_t domain, uint32_t cbid,
 		   uint32_t corr, const char *func_name);
 void inj_api_exit(struct inj_state *s);
+/* An exit callback of DOMAIN/CBID that ends the calling thread's outermost call, known
+ * from its enter on (callbacks not switched since): no call of the thread is around it.
+ * Called before inj_api_exit. */
+bool inj_outermost_exit(const struct inj_state *s, uint32_t domain, uint32_t cbid);
 bool inj_is_sampled(const struct inj_state *s, uint32_t corr);
 
 /* Activity records: kept (1) when their launch was followed, else dropped and counted (0);

@@ -253,6 +253,13 @@ void inj_api_enter(struct inj_state *s, uint64_t t_cb, enum inj_api_class cls, u
 		return;
 	}
 	tls_cb_gen = gen;
+	tls_domain = domain;
+	tls_cbid = cbid;
+	if (__atomic_load_n(&s->quiet, __ATOMIC_ACQUIRE)) {
+		tls_sampled = tls_counted = false;
+		tls_t0 = 0;
+		return;
+	}
 	/* The outermost launch call, timed from here to its exit callback. */
 	tls_t0 = timing && cls != INJ_API_COPY ? t0 : 0;
 	if (tls_t0) {
@@ -268,8 +275,6 @@ void inj_api_enter(struct inj_state *s, uint64_t t_cb, enum inj_api_class cls, u
 		__atomic_add_fetch(&s->ctr.launches_seen, 1, __ATOMIC_RELAXED);
 	n = __atomic_load_n(&s->every_n, __ATOMIC_RELAXED);
 	tls_corr = corr;
-	tls_domain = domain;
-	tls_cbid = cbid;
 	/* Windows: every call in one is followed, under its id; none outside (nor while the
 	 * cost is measured). Else 1 in every_n while the window is open. */
 	tls_win = __atomic_load_n(&s->win_id, __ATOMIC_ACQUIRE);
@@ -332,6 +337,12 @@ void inj_api_exit(struct inj_state *s)
 		return;
 	}
 	time_callback(s, t0);
+}
+
+bool inj_outermost_exit(const struct inj_state *s, uint32_t domain, uint32_t cbid)
+{
+	return tls_depth == 1 && tls_domain == domain && tls_cbid == cbid &&
+	       tls_cb_gen == __atomic_load_n(&s->cb_gen, __ATOMIC_ACQUIRE);
 }
 
 bool inj_wait_followed(struct inj_state *s, uint64_t max_ns)

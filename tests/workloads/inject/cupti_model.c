@@ -8,7 +8,11 @@
  * is what gpubpf's probes see.
  *
  * What it keeps of the contract (cupti_activity.h, cupti_callbacks.h):
- *   - one subscriber; callbacks for the enabled callback ids only, ENTER and EXIT;
+ *   - one subscriber; callbacks for the enabled callback ids only, ENTER and EXIT; a
+ *     runtime launch (cupti_model_launch: cudaLaunchKernel) calls the driver's
+ *     cuLaunchKernel inside it, and both are called back, under one correlation id (a
+ *     real job's kernels have every launch's id, one apart: ../shared/gpu's timeline);
+ *     cupti_model_cu_launch is a driver launch alone (as Triton's);
  *   - kernel records exist only for launches made while CONCURRENT_KERNEL is enabled, in
  *     buffers the client hands in, back through its completion callback;
  *   - cuptiActivityFlushAll(0) returns only buffers whose records are all complete (a
@@ -17,6 +21,14 @@
  *   - cuptiFinalize ends everything: subscription, enables, and the kernel name strings,
  *     which are freed (their first byte overwritten first, so a reader that kept one
  *     sees the difference).
+ * What it holds a client to, beyond the documentation, and aborts on ("CUPTI's contract
+ * broken"), as a real CUPTI then corrupts the job's heap (an H100, docs/DEVICE_TIME.md):
+ *   - cuptiFinalize only in the exit callback of the thread's outermost API call (kineto
+ *     finalizes at runtime API exits only): in a driver call's exit inside a runtime
+ *     call, the runtime's exit then runs in a CUPTI torn down;
+ *   - no CUPTI call at all, on any thread, from cuptiFinalize's start until its thread
+ *     has come back out of CUPTI's callback dispatch (MODEL_UNWIND_NS after the callback
+ *     returns): a CUPTI set up again meanwhile is set up under that thread's feet.
  * What it models of the H100 (measured; tests/gpu, docs/BENCHMARKS.md):
  *   - a launch takes MODEL_LAUNCH_NS, 200 ns more while subscribed, 500 ns more while it
  *     is called back (CUPTI's own work: 0.4-1.4 us there) and 1.5 us more from the first
@@ -50,6 +62,8 @@ static uint64_t setup_ns = 10000000ull, finalize_ns = 3000000ull;
 /* CUPTI's clock runs this far ahead of CLOCK_MONOTONIC: a reader must convert */
 #define MODEL_CLOCK_AHEAD 5000000000ull
 #define MODEL_BUFS 16
+/* CUPTI's own work in a callback's dispatch after the client's callback returned */
+#define MODEL_UNWIND_NS 20000ull
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static bool subscribed, kernel_act, dirty, set_up;
@@ -82,6 +96,11 @@ static uint64_t gap_state[ST_N], n_gap[ST_N];
 static __thread uint64_t tls_last_end;
 /* the time in the client's callbacks, enter and exit */
 static uint64_t cbt_state[ST_N];
+/* The contract: the thread's API calls open, the callback site it is in (0: none), and
+ * a cuptiFinalize whose thread is not yet out of CUPTI's dispatch. */
+static __thread int tls_api_depth, tls_in_cb;
+static __thread bool tls_finalized;
+static int fin_busy;
 
 __attribute__((constructor)) static void model_settings(void)
 {
@@ -116,6 +135,38 @@ static void spin_until(uint64_t t)
 		;
 }
 
+static _Noreturn void broken(const char *what)
+{
+	fprintf(stderr, "cupti model: CUPTI's contract broken: %s\n", what);
+	abort();
+}
+
+/* Every CUPTI call: none while a cuptiFinalize is tearing CUPTI down. */
+static void contract(const char *api)
+{
+	char why[200];
+
+	if (!__atomic_load_n(&fin_busy, __ATOMIC_ACQUIRE))
+		return;
+	snprintf(why, sizeof(why), "%s called while cuptiFinalize's thread is still inside CUPTI", api);
+	broken(why);
+}
+
+/* A callback as CUPTI makes it: the site the thread is in is known to cuptiFinalize, and
+ * a finalize in it ends once the thread is back out of the dispatch. */
+static void dispatch(CUpti_CallbackFunc fn, void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
+		     CUpti_CallbackData *cb)
+{
+	tls_in_cb = (int)cb->callbackSite + 1;
+	fn(ud, dom, cbid, cb);
+	tls_in_cb = 0;
+	if (tls_finalized) {
+		spin_until(mono_ns() + MODEL_UNWIND_NS);
+		tls_finalized = false;
+		__atomic_store_n(&fin_busy, 0, __ATOMIC_RELEASE);
+	}
+}
+
 #define REC_SIZE ((sizeof(CUpti_ActivityKernel10) + 7) & ~(size_t)7)
 
 /* Under mu: room for one record, a new buffer from the client when the last is full. */
@@ -141,8 +192,8 @@ static CUpti_ActivityKernel10 *record_slot(void)
 
 /* One cuLaunchKernel of a kernel of KERNEL_NS, as the driver with CUPTI runs it; DRIVER,
  * if any, is called with the kernel's handle inside it (the job's libcuda: what gpubpf's
- * probes see of a launch). */
-EXPORT void cupti_model_launch(uint64_t kernel_ns, void (*driver)(void *f))
+ * probes see of a launch). RT_CORR: the id of the runtime call it is inside, if any. */
+static void cu_launch(uint64_t kernel_ns, void (*driver)(void *f), uint32_t rt_corr)
 {
 	static char handle_obj;
 	cuLaunchKernel_params params = {.f = (CUfunction)(void *)&handle_obj};
@@ -157,15 +208,16 @@ EXPORT void cupti_model_launch(uint64_t kernel_ns, void (*driver)(void *f))
 	bool follow;
 	enum st state;
 
+	tls_api_depth++;
 	pthread_mutex_lock(&mu);
-	cb.correlationId = corr_next++;
+	cb.correlationId = rt_corr ? rt_corr : corr_next++;
 	follow = subscribed && cb_on[CUPTI_CB_DOMAIN_DRIVER_API][1];
 	fn = cb_fn;
 	ud = cb_userdata;
 	pthread_mutex_unlock(&mu);
 	if (follow) {
 		cb.callbackSite = CUPTI_API_ENTER;
-		fn(ud, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
+		dispatch(fn, ud, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
 	}
 	cbt = mono_ns() - whole;
 	pthread_mutex_lock(&mu);
@@ -203,11 +255,13 @@ EXPORT void cupti_model_launch(uint64_t kernel_ns, void (*driver)(void *f))
 		}
 	}
 	follow = subscribed && cb_on[CUPTI_CB_DOMAIN_DRIVER_API][1];
+	fn = cb_fn;
+	ud = cb_userdata;
 	pthread_mutex_unlock(&mu);
 	t0 = mono_ns();
 	if (follow) {
 		cb.callbackSite = CUPTI_API_EXIT;
-		fn(ud, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
+		dispatch(fn, ud, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
 	}
 	__atomic_add_fetch(&cbt_state[state], cbt + mono_ns() - t0, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&ns_state[state], mono_ns() - whole, __ATOMIC_RELAXED);
@@ -217,6 +271,51 @@ EXPORT void cupti_model_launch(uint64_t kernel_ns, void (*driver)(void *f))
 		__atomic_add_fetch(&n_gap[state], 1, __ATOMIC_RELAXED);
 	}
 	tls_last_end = mono_ns();
+	tls_api_depth--;
+}
+
+/* The driver's cuLaunchKernel alone, as Triton's launches are. */
+EXPORT void cupti_model_cu_launch(uint64_t kernel_ns, void (*driver)(void *f))
+{
+	cu_launch(kernel_ns, driver, 0);
+}
+
+/* One cudaLaunchKernel: the runtime's callbacks around the driver's launch. */
+EXPORT void cupti_model_launch(uint64_t kernel_ns, void (*driver)(void *f))
+{
+	static char stub_obj;
+	cudaLaunchKernel_v7000_params params = {.func = &stub_obj};
+	CUpti_CallbackData cb = {
+	    .functionName = "cudaLaunchKernel_v7000",
+	    .symbolName = "model_kernel",
+	    .functionParams = &params,
+	};
+	CUpti_CallbackFunc fn;
+	void *ud;
+	bool follow;
+
+	tls_api_depth++;
+	pthread_mutex_lock(&mu);
+	cb.correlationId = corr_next++;
+	follow = subscribed && cb_on[CUPTI_CB_DOMAIN_RUNTIME_API][1];
+	fn = cb_fn;
+	ud = cb_userdata;
+	pthread_mutex_unlock(&mu);
+	if (follow) {
+		cb.callbackSite = CUPTI_API_ENTER;
+		dispatch(fn, ud, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &cb);
+	}
+	cu_launch(kernel_ns, driver, cb.correlationId);
+	pthread_mutex_lock(&mu);
+	follow = subscribed && cb_on[CUPTI_CB_DOMAIN_RUNTIME_API][1];
+	fn = cb_fn;
+	ud = cb_userdata;
+	pthread_mutex_unlock(&mu);
+	if (follow) {
+		cb.callbackSite = CUPTI_API_EXIT;
+		dispatch(fn, ud, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &cb);
+	}
+	tls_api_depth--;
 }
 
 /* ---- the subset of CUPTI's API the injection library uses ------------------------------ */
@@ -235,6 +334,7 @@ EXPORT CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult result, const char 
 
 EXPORT CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t *timestamp)
 {
+	contract("cuptiGetTimestamp");
 	*timestamp = mono_ns() + MODEL_CLOCK_AHEAD;
 	return CUPTI_SUCCESS;
 }
@@ -244,6 +344,7 @@ EXPORT CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *subscriber, C
 {
 	CUptiResult r = CUPTI_SUCCESS;
 
+	contract("cuptiSubscribe");
 	trace_call("subscribe", subscribed);
 	pthread_mutex_lock(&mu);
 	if (subscribed) {
@@ -262,6 +363,7 @@ out:
 
 EXPORT CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber)
 {
+	contract("cuptiUnsubscribe");
 	(void)subscriber;
 	trace_call("unsubscribe", 0);
 	pthread_mutex_lock(&mu);
@@ -272,8 +374,13 @@ EXPORT CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber)
 
 EXPORT CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid, const char **name)
 {
+	contract("cuptiGetCallbackName");
 	if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) {
 		*name = "cuLaunchKernel";
+		return CUPTI_SUCCESS;
+	}
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000) {
+		*name = "cudaLaunchKernel_v7000";
 		return CUPTI_SUCCESS;
 	}
 	return CUPTI_ERROR_INVALID_PARAMETER;
@@ -282,8 +389,10 @@ EXPORT CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain domain, ui
 EXPORT CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
 						CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
 {
+	contract("cuptiEnableCallback");
 	(void)subscriber;
-	if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid != CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel)
+	if ((domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid != CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) &&
+	    (domain != CUPTI_CB_DOMAIN_RUNTIME_API || cbid != CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000))
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	pthread_mutex_lock(&mu);
 	cb_on[domain][1] = enable != 0;
@@ -293,6 +402,7 @@ EXPORT CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_Subscribe
 
 EXPORT CUptiResult CUPTIAPI cuptiEnableAllDomains(uint32_t enable, CUpti_SubscriberHandle subscriber)
 {
+	contract("cuptiEnableAllDomains");
 	(void)subscriber;
 	pthread_mutex_lock(&mu);
 	for (int d = 0; d < CUPTI_CB_DOMAIN_SIZE; d++)
@@ -304,6 +414,7 @@ EXPORT CUptiResult CUPTIAPI cuptiEnableAllDomains(uint32_t enable, CUpti_Subscri
 EXPORT CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req,
 							   CUpti_BuffersCallbackCompleteFunc done)
 {
+	contract("cuptiActivityRegisterCallbacks");
 	pthread_mutex_lock(&mu);
 	req_fn = req;
 	done_fn = done;
@@ -315,6 +426,7 @@ EXPORT CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
 {
 	bool first;
 
+	contract("cuptiActivityEnable");
 	if (kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
 		return CUPTI_SUCCESS; /* copies and memsets: none are made */
 	trace_call("activity on", 1);
@@ -333,6 +445,7 @@ EXPORT CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
 
 EXPORT CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind)
 {
+	contract("cuptiActivityDisable");
 	if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
 		trace_call("activity off", 0);
 		pthread_mutex_lock(&mu);
@@ -351,6 +464,7 @@ EXPORT CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
 	int n = 0;
 	uint64_t now = mono_ns();
 
+	contract("cuptiActivityFlushAll");
 	pthread_mutex_lock(&mu);
 	done = done_fn;
 	while (n < nbufs && (bufs[n].last_end <= now || (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED))) {
@@ -378,6 +492,7 @@ EXPORT CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t *buffer, size_t v
 {
 	uint8_t *p = *record ? (uint8_t *)*record + REC_SIZE : buffer;
 
+	contract("cuptiActivityGetNextRecord");
 	if (p + REC_SIZE > buffer + valid)
 		return CUPTI_ERROR_MAX_LIMIT_REACHED;
 	*record = (CUpti_Activity *)p;
@@ -386,6 +501,7 @@ EXPORT CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t *buffer, size_t v
 
 EXPORT CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext ctx, uint32_t stream, size_t *n)
 {
+	contract("cuptiActivityGetNumDroppedRecords");
 	(void)ctx;
 	(void)stream;
 	pthread_mutex_lock(&mu);
@@ -400,6 +516,14 @@ EXPORT CUptiResult CUPTIAPI cuptiFinalize(void)
 {
 	uint64_t t0 = mono_ns();
 
+	contract("cuptiFinalize");
+	if (tls_in_cb != (int)CUPTI_API_EXIT + 1)
+		broken("cuptiFinalize outside an API exit callback");
+	if (tls_api_depth != 1)
+		broken("cuptiFinalize in the exit callback of a call inside another one (that call's exit then "
+		       "runs in a CUPTI torn down)");
+	__atomic_store_n(&fin_busy, 1, __ATOMIC_RELEASE);
+	tls_finalized = true;
 	trace_call("finalize", 0);
 	pthread_mutex_lock(&mu);
 	subscribed = kernel_act = dirty = set_up = false;

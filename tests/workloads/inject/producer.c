@@ -17,10 +17,11 @@
  *   producer loop SECONDS     one thread launching back to back (the same launches) for
  *                             SECONDS after a session attached (PRODUCER_ALONE=1: at once,
  *                             no session: the job alone); prints launches_per_sec
- *   producer model SECONDS KERNEL_NS LIBCUPTI_MODEL
+ *   producer model SECONDS KERNEL_NS LIBCUPTI_MODEL [driver]
  *                             the CUPTI backend against tests/workloads/inject/cupti_model
  *                             (loaded first, as PyTorch loads its libcupti): one thread
- *                             launching kernels of KERNEL_NS back to back for SECONDS after
+ *                             launching kernels of KERNEL_NS back to back (cudaLaunchKernel;
+ *                             with "driver", cuLaunchKernel alone) for SECONDS after
  *                             a session attached (PRODUCER_ALONE=1: at once, no session);
  *                             prints launches, launches_per_sec, the windowed truth as
  *                             "windows" does, and the EVERY gpubpf asked for last
@@ -431,14 +432,17 @@ __attribute__((noinline)) static void site_model_launch(uint64_t kernel_ns)
 	w_bucket_add();
 }
 
-__attribute__((unused)) static int model_run(double seconds, uint64_t kernel_ns, const char *lib)
+__attribute__((unused)) static int model_run(double seconds, uint64_t kernel_ns, const char *lib, bool driver_only)
 {
 	bool alone = getenv("PRODUCER_ALONE") != NULL;
 	void *h = dlopen(lib, RTLD_NOW | RTLD_GLOBAL), *cuda = dlopen(MODEL_LIBCUDA, RTLD_NOW | RTLD_GLOBAL);
 	uint64_t n = 0;
 	double t;
 
-	model_launch = h ? (void (*)(uint64_t, void (*)(void *)))dlsym(h, "cupti_model_launch") : NULL;
+	/* cudaLaunchKernel (the driver's launch inside it), or cuLaunchKernel alone */
+	model_launch = h ? (void (*)(uint64_t, void (*)(void *)))dlsym(h, driver_only ? "cupti_model_cu_launch"
+										      : "cupti_model_launch")
+			 : NULL;
 	if (!model_launch) {
 		fprintf(stderr, "producer: cannot use the CUPTI model %s: %s\n", lib, dlerror());
 		return 2;
@@ -560,12 +564,14 @@ int main(int argc, char **argv)
 	if (argc >= 3 && strcmp(argv[1], "windows") == 0)
 		return windows_run(atof(argv[2]));
 	if (argc >= 5 && strcmp(argv[1], "model") == 0)
-		return model_run(atof(argv[2]), strtoull(argv[3], NULL, 10), argv[4]);
+		return model_run(atof(argv[2]), strtoull(argv[3], NULL, 10), argv[4],
+				 argc >= 6 && strcmp(argv[5], "driver") == 0);
 	if (argc >= 3 && strcmp(argv[1], "idle") == 0)
 		return idle(atof(argv[2]), argc >= 4 ? argv[3] : NULL);
-	fprintf(stderr,
-		"usage: producer synth [REPEAT] | producer short [REPEAT] | producer windows SECONDS | producer loop "
-		"SECONDS | producer model SECONDS KERNEL_NS LIBCUPTI_MODEL | producer idle SECONDS [LIBCUPTI]\n");
+	fprintf(
+	    stderr,
+	    "usage: producer synth [REPEAT] | producer short [REPEAT] | producer windows SECONDS | producer loop "
+	    "SECONDS | producer model SECONDS KERNEL_NS LIBCUPTI_MODEL [driver] | producer idle SECONDS [LIBCUPTI]\n");
 	return 2;
 }
 #endif
