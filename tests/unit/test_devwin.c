@@ -303,6 +303,35 @@ TEST(measurement_waits_for_the_first_launch)
 	CHECK(cfg.cost.on_ns > cfg.cost.off_ns + 2000);
 }
 
+/* A real PyTorch loop's first half second after its first launch: a few launches of
+ * milliseconds (modules load, kernels are tuned), then 10,000 a second. Its first phase
+ * waits for the steady ones (it ended with too few calls, device time came 2 s later),
+ * and times none of the slow ones. */
+TEST(measurement_waits_for_steady_launches)
+{
+	int want, guard = 0;
+
+	reset(100);
+	want = step_now();
+	for (int i = 0; i < 12; i++) {
+		launch(1500000, 3000, want); /* 1.5 ms each, one look apart */
+		want = step_now();
+		spin_ns(20000000);
+		want = step_now();
+	}
+	CHECK_INT(cfg.cost.state, DEV_COST_MEASURING);
+	CHECK_INT(st.timing.phase, 0);
+	CHECK(st.timing.seen && !st.timing.first);
+	while (cfg.cost.state == DEV_COST_MEASURING && guard++ < 1000000) {
+		for (int i = 0; i < 20; i++)
+			launch(2000, 3000, want);
+		want = step_now();
+	}
+	CHECK_INT(cfg.cost.state, DEV_COST_DONE);
+	CHECK(cfg.cost.on_ns > cfg.cost.off_ns + 2000 && cfg.cost.on_ns < cfg.cost.off_ns + 4000);
+	CHECK(cfg.cost.off_ns < 5000);
+}
+
 /* Activity goes on once, for the measurement's middle phase, then off for good: on a real
  * driver a launch after activity was on costs more until CUPTI is finalized, so activity
  * is never on and off in slices (the last "off" phase comes after a finalize). */
@@ -618,6 +647,7 @@ int main(int argc, char **argv)
 	RUN(measurement_waits_for_gpubpf);
 	RUN(idle_job_measured_again_later);
 	RUN(measurement_waits_for_the_first_launch);
+	RUN(measurement_waits_for_steady_launches);
 	RUN(measurement_turns_activity_on_once);
 	RUN(idle_first_half_never_turns_activity_on);
 	RUN(one_window_a_period_at_random);

@@ -167,7 +167,8 @@ static void measure_start(struct inj_sched *sc, struct inj_state *s, volatile st
 	t->activity = false;
 	t->phase = 0;
 	t->phase_at = now;
-	t->first = 0;
+	t->first = t->seen = 0;
+	t->step_at = now;
 	cfg->cost.started = now;
 	cfg->cost.done = 0;
 	cfg->cost.calls = 0;
@@ -212,10 +213,11 @@ static int measure_step(struct inj_sched *sc, struct inj_state *s, volatile stru
 {
 	struct inj_timing *t = &s->timing;
 	uint32_t n0 = kept(t, 0, INJ_PROBES_OUT) + kept(t, 0, INJ_PROBES_IN), got = 0;
-	uint64_t from = t->phase_at;
+	uint64_t from = t->phase_at, dt = now - t->step_at;
 	bool over = now - t->phase_at >= INJ_MEASURE_NS / 3;
 	int p;
 
+	t->step_at = now;
 	/* The first phase's time runs from INJ_MEASURE_WARMUP_NS after the job's first
 	 * launch call, not from attach: a job attached at cuInit creates its context first
 	 * (hundreds of ms on an H100), and a callback that no call meets costs nothing; and
@@ -224,15 +226,24 @@ static int measure_step(struct inj_sched *sc, struct inj_state *s, volatile stru
 	 * a kernel to end: "off" then timed the fast ones, and CUPTI was charged the wait).
 	 * Calls until then are not kept. A job with no launch at all for
 	 * INJ_MEASURE_WAIT_NS is idle. */
-	if (t->phase == 0 && !n0 && !t->first) {
+	if (t->phase == 0 && !n0 && !t->seen) {
 		over = now - t->phase_at >= INJ_MEASURE_WAIT_NS;
 	} else if (t->phase == 0 && (!t->first || now < t->first + INJ_MEASURE_WARMUP_NS || !cfg->seq)) {
-		if (!t->first)
+		/* Nor do the first calls count before they come at INJ_MEASURE_STEADY a second,
+		 * or INJ_MEASURE_RAMP_NS has passed: a real PyTorch loop's first half second
+		 * after its first launch has a few launches of 1-3 ms each (modules load,
+		 * kernels are tuned), 1000 of 15 us each a 100 ms after it (../shared/gpu's
+		 * timeline). A measurement whose first phase met those ended with too few
+		 * calls, and the next came 2 s later: a short job got no device time. */
+		if (!t->seen)
+			t->seen = now;
+		if (!t->first && ((uint64_t)n0 * 1000000000ull >= (uint64_t)INJ_MEASURE_STEADY * dt ||
+				  now - t->seen >= INJ_MEASURE_RAMP_NS))
 			t->first = now;
 		/* Nor before gpubpf has written this attach's config: from then on it says which
 		 * launch calls met its launch probes (probe_gen). It writes at once (0.1 s at
 		 * most), within the warm-up as a rule; the warm-up ends no earlier. */
-		if (!cfg->seq && now - t->first > INJ_MEASURE_WARMUP_NS)
+		if (t->first && !cfg->seq && now - t->first > INJ_MEASURE_WARMUP_NS)
 			t->first = now - INJ_MEASURE_WARMUP_NS;
 		t->probes0 = cfg->probe_gen;
 		drop_calls(t, 0, false);

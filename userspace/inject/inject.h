@@ -81,6 +81,8 @@ struct inj_timing {
 	uint32_t off1[INJ_PROBE_STATES]; /* calls of n[0][p] kept in phase 0 */
 	uint64_t phase_at;		 /* when the phase began */
 	uint64_t first;			 /* when the watcher first saw a timed call in the phase */
+	uint64_t seen;			 /* ... the first one at all (phase 0: the job launches) */
+	uint64_t step_at;		 /* the watcher's last look */
 	uint32_t probes0;		 /* dev_config.probe_gen at the first phase's warm-up's end */
 	uint32_t gen;			 /* bumped at each switch: a call that spans one is not kept */
 	/* calls kept, [activity off, on][gpubpf's launch probes' state], and their durations */
@@ -181,6 +183,8 @@ void inj_count_lost(struct inj_state *s, uint64_t n);
 #define INJ_MEASURE_MIN 16		   /* fewer in a half: too few to say (DEV_COST_IDLE) */
 #define INJ_MEASURE_WAIT_NS 10000000000ull /* no launch call this long from its start: idle */
 #define INJ_MEASURE_WARMUP_NS 100000000ull /* ... and none kept this long after the first */
+#define INJ_MEASURE_STEADY 2000		   /* launch calls a second from which they are the job's */
+#define INJ_MEASURE_RAMP_NS 1000000000ull  /* ... or this long after the first one */
 #define INJ_MEASURE_SPREAD_NS 25000000ull  /* the first phase runs this long at least */
 #define INJ_MEASURE_SETTLE_NS 5000000ull   /* ... nor this long after the finalize */
 #define INJ_REMEASURE_NS 2000000000ull	   /* an idle measurement is tried again after this */

@@ -14,6 +14,16 @@
  *                 that calls as fast as its own work allows, slowed by whatever slows a call
  * --log FILE      every 5 ms, "CLOCK_REALTIME_NS count_site0 count_site1 ..." (cumulative):
  *                 the calls made in any interval, for a profiler attached in the middle
+ * --cupti-model LIB
+ *                 launches go through tests/workloads/inject/cupti_model (LIB, loaded at
+ *                 start as PyTorch loads its libcupti): a cudaLaunchKernel called back as
+ *                 CUPTI does, that takes what an H100's launch takes (the model's time, not
+ *                 the call's recorded one), of a kernel of --kernel-ns (2000); the library
+ *                 in CUDA_INJECTION64_PATH is initialized at the first CUDA call, as the
+ *                 driver does in cuInit. Device time's whole path on a real job's pattern.
+ *                 Prints the truth device time's estimate is held to: the launches from
+ *                 the first window's period on ("replay: windowed_launches=N every=E"),
+ *                 and stays 1.5 s after its last call for gpubpf to read the last window.
  *
  * Open loop (the default): a thread sleeps until a call is due (timer slack 1 ns); a thread
  * behind its schedule calls at once. A thread is created when its first call is due.
@@ -23,6 +33,7 @@
  * Start gate: GPUBPF_WL_WAIT=1 (print "ready", wait for a line on stdin). */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -32,6 +43,8 @@
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "../../../bpf/cupti.h" /* struct dev_config: the library's windows */
 
 #define NOINLINE __attribute__((noinline))
 #define MAX_THREADS 16
@@ -81,6 +94,13 @@ static struct timespec t0;
 static volatile int done;
 static char host_fn; /* any host address: without a driver a launch fails fast */
 static char dev_buf[1];
+/* --cupti-model: the model's launch, with the runtime's inside it (what gpubpf's probes see) */
+static void (*model_launch)(uint64_t kernel_ns, void (*driver)(void *f));
+static uint64_t kernel_ns = 2000;
+/* the model's launches per millisecond from the start, and the library's config */
+static _Atomic long *launch_ms;
+static size_t launch_ms_n;
+static const struct dev_config *inj_config;
 
 static int64_t mono_ns(void)
 {
@@ -109,13 +129,28 @@ static void sleep_until(int64_t at)
 		;
 }
 
-/* The call itself, through the real libcudart. */
+static void runtime_launch(void *f)
+{
+	dim3 g = {1, 1, 1}, b = {1, 1, 1};
+
+	(void)cudaLaunchKernel(f, g, b, NULL, 0, 0);
+}
+
+/* The call itself, through the real libcudart (a launch through the CUPTI model). */
 NOINLINE static void do_call(const struct call *c)
 {
 	dim3 g = {1, 1, 1}, b = {1, 1, 1};
 	size_t n = c->bytes ? c->bytes : 1;
 	void *p = NULL;
 
+	if (model_launch && (c->api == A_LAUNCH || c->api == A_LAUNCH_EX)) {
+		size_t ms = (size_t)((mono_ns() - t0_ns()) / 1000000);
+
+		model_launch(kernel_ns, runtime_launch);
+		if (ms < launch_ms_n)
+			atomic_fetch_add_explicit(&launch_ms[ms], 1, memory_order_relaxed);
+		return;
+	}
 	switch (c->api) {
 	case A_LAUNCH:
 		(void)cudaLaunchKernel(&host_fn, g, b, NULL, 0, 0);
@@ -222,7 +257,10 @@ static void *run_thread(void *arg)
 		}
 		sites[c->site](c);
 		atomic_fetch_add_explicit(&site_count[c->site], 1, memory_order_relaxed);
-		prev_end = mono_ns() + (int64_t)((double)c->dur_ns / speed);
+		prev_end = mono_ns();
+		/* a launch through the model took the model's time */
+		if (!model_launch || (c->api != A_LAUNCH && c->api != A_LAUNCH_EX))
+			prev_end += (int64_t)((double)c->dur_ns / speed);
 		spin_until(prev_end);
 	}
 	return NULL;
@@ -344,9 +382,49 @@ static int load(const char *path, int repeat, double loop_from)
 	return 0;
 }
 
+/* --cupti-model: the model loaded as PyTorch loads its libcupti, and the injection
+ * library started as the driver starts it in cuInit. */
+static int start_model(const char *lib)
+{
+	const char *inj = getenv("CUDA_INJECTION64_PATH");
+	void *h = dlopen(lib, RTLD_NOW | RTLD_GLOBAL), *ih;
+	int (*init)(void);
+
+	model_launch = h ? (void (*)(uint64_t, void (*)(void *)))dlsym(h, "cupti_model_launch") : NULL;
+	if (!model_launch) {
+		fprintf(stderr, "replay: cannot use the CUPTI model %s: %s\n", lib, dlerror());
+		return -1;
+	}
+	if (!inj || !*inj)
+		return 0; /* the job alone */
+	ih = dlopen(inj, RTLD_NOW);
+	init = ih ? (int (*)(void))dlsym(ih, "InitializeInjection") : NULL;
+	if (!init || init() != 1) {
+		fprintf(stderr, "replay: cannot start the injection library %s: %s\n", inj, ih ? "" : dlerror());
+		return -1;
+	}
+	inj_config = dlsym(ih, "gpubpf_inject_config");
+	return 0;
+}
+
+/* The launches from the first window's period on (gpubpf's estimate covers those; the
+ * cost measurement's, before it, it counts once). */
+static void windowed_truth(void)
+{
+	const struct dev_win *first = inj_config ? &inj_config->win[1] : NULL;
+	double from = first && first->id == 1 ? (double)first->period * inj_config->period_ms / 1e3 : 1e300;
+	long since = 0;
+
+	for (size_t i = 0; i < launch_ms_n; i++)
+		if ((double)t0_ns() / 1e9 + (double)(i + 1) / 1e3 > from)
+			since += launch_ms[i];
+	printf("replay: windowed_launches=%ld every=%u\n", since, inj_config ? (unsigned)inj_config->every : 0);
+	fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
-	const char *path = NULL, *log_path = NULL;
+	const char *path = NULL, *log_path = NULL, *model_path = NULL;
 	int repeat = 1, started = 0;
 	double loop_from = 0;
 	pthread_t logger;
@@ -365,16 +443,31 @@ int main(int argc, char **argv)
 			log_path = argv[++i];
 		else if (!strcmp(argv[i], "--closed"))
 			closed_loop = 1;
+		else if (!strcmp(argv[i], "--cupti-model") && i + 1 < argc)
+			model_path = argv[++i];
+		else if (!strcmp(argv[i], "--kernel-ns") && i + 1 < argc)
+			kernel_ns = strtoull(argv[++i], NULL, 10);
 		else if (argv[i][0] != '-' && !path)
 			path = argv[i];
 		else {
 			fprintf(stderr, "usage: replay FILE [--repeat N] [--loop-from SEC] [--speed X] [--closed] "
-					"[--log FILE]\n");
+					"[--log FILE] [--cupti-model LIB [--kernel-ns N]]\n");
 			return 2;
 		}
 	}
 	if (!path || repeat < 1 || speed <= 0 || load(path, repeat, loop_from))
 		return 2;
+	if (model_path) {
+		int64_t end = 0;
+
+		for (int i = 0; i < nthreads; i++)
+			if (threads[i].n && threads[i].calls[threads[i].n - 1].start_ns > end)
+				end = threads[i].calls[threads[i].n - 1].start_ns;
+		launch_ms_n = (size_t)((double)end / speed / 1e6) + 60000;
+		launch_ms = calloc(launch_ms_n, sizeof(*launch_ms));
+		if (!launch_ms || start_model(model_path))
+			return 2;
+	}
 	(void)cudaGetLastError(); /* lazy runtime start-up before the schedule */
 	if (getenv("GPUBPF_WL_WAIT") && !strcmp(getenv("GPUBPF_WL_WAIT"), "1")) {
 		printf("ready\n");
@@ -429,5 +522,10 @@ int main(int argc, char **argv)
 	for (int s = 0; s < MAX_SITES; s++)
 		if (site_count[s])
 			printf("replay: site_%02d %s %ld\n", s, api_names[site_api[s]], site_count[s]);
+	if (inj_config) {
+		windowed_truth();
+		sleep(1);
+		usleep(500000);
+	}
 	return 0;
 }
