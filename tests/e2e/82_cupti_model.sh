@@ -9,7 +9,9 @@
 # the device keeps up) and device-bound (20 us kernels: a launch waits for the queue, and
 # a window's kernels are still queued when it closes). The launches are runtime calls with
 # the driver's inside them (callbacks for both), and in one case driver calls alone
-# (Triton's): the model aborts the job where the library breaks what a real CUPTI needs
+# (Triton's), and in one the driver call has a correlation id of its own, which the
+# kernel's record carries: the model aborts the job where the library breaks what a real
+# CUPTI needs
 # kept (cuptiFinalize in a nested call's exit, CUPTI called while a finalize unwinds),
 # as a real one then breaks the job's heap (docs/DEVICE_TIME.md). Last, the real two-thread
 # PyTorch loop's timeline (tests/workloads/cuda/replay --cupti-model: its 6 s start, its
@@ -29,11 +31,15 @@ fi
 # One run: kernels of KERNEL_NS for 4 s under a 5% budget in 0.1 s periods. The model's
 # set-up and teardown are 0.2 ms and 0.1 ms here, so that windows are many (make bench
 # runs the H100's).
-run_model() { # name kernel_ns [driver|replay]
-	local job=("$PROD" model 4 "$2" "$MODEL" ${3:-})
-	[ "${3:-}" = replay ] && job=("$WL/cuda/replay" "$WL/cuda/train.calls" --cupti-model "$MODEL" --kernel-ns "$2")
-	CUPTI_MODEL_SETUP_US=200 CUPTI_MODEL_FINALIZE_US=100 GPUBPF_WINDOW_PERIOD=0.1 \
-		record_gpu "$1" --overhead-budget 5 -- "${job[@]}"
+run_model() { # name kernel_ns [driver|replay|nested]
+	local job=("$PROD" model 4 "$2" "$MODEL") nested=0
+	case "${3:-}" in
+	driver) job+=(driver) ;;
+	replay) job=("$WL/cuda/replay" "$WL/cuda/train.calls" --cupti-model "$MODEL" --kernel-ns "$2") ;;
+	nested) nested=1 ;;
+	esac
+	CUPTI_MODEL_NESTED_IDS=$nested CUPTI_MODEL_SETUP_US=200 CUPTI_MODEL_FINALIZE_US=100 \
+		GPUBPF_WINDOW_PERIOD=0.1 record_gpu "$1" --overhead-budget 5 -- "${job[@]}"
 }
 
 check_model() { # name
@@ -84,7 +90,8 @@ PY
 }
 
 # A 95% interval misses the truth one run in twenty by design: a miss is run again once.
-for c in launch_bound:1000 device_bound:20000 driver_only:1000:driver pytorch_replay:2000:replay; do
+for c in launch_bound:1000 device_bound:20000 driver_only:1000:driver nested_ids:1000:nested \
+	pytorch_replay:2000:replay; do
 	IFS=: read -r name ns mode <<<"$c"
 	if ! run_model "$name" "$ns" "$mode"; then
 		broken=$(sed -n "s/^cupti model: CUPTI's contract broken: //p" "$TMP/$name.log")

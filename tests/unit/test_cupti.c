@@ -265,19 +265,46 @@ TEST(losses_told_without_a_record)
 	CHECK_INT(nbatches, 1); /* nothing new: nothing sent */
 }
 
+/* The driver call inside a followed runtime call, with an id of its own: one launch
+ * probe (the outer call's), and records with either id are told under the outer one. */
 TEST(nested_driver_call_follows_outer)
 {
+	struct inj_activity a = {.kind = DEV_KERNEL, .corr = 51, .start = 100, .end = 600, .name = "k"};
+
 	reset();
 	inj_api_enter(&st, 0, INJ_API_LAUNCH, 2, 211, 50, "cudaLaunchKernel");
 	inj_api_enter(&st, 0, INJ_API_LAUNCH, 1, 307, 51, "cuLaunchKernel");
 	inj_api_exit(&st);
 	inj_api_exit(&st);
-	CHECK_INT(nlaunch, 2);
-	CHECK_INT(last_corr, 51);
+	CHECK_INT(nlaunch, 1);
+	CHECK_INT(last_corr, 50);
 	CHECK_INT(last_cbinfo, DEV_CBINFO(2, 211)); /* named after the user's call */
 	CHECK(inj_is_sampled(&st, 50));
 	CHECK(inj_is_sampled(&st, 51));
 	CHECK_INT(st.ctr.launches_seen, 1); /* one user call */
+	CHECK_INT(inj_add_activity(&st, &a), 1);
+	a.corr = 50;
+	CHECK_INT(inj_add_activity(&st, &a), 1);
+	inj_flush(&st);
+	CHECK_INT(ngot, 2);
+	CHECK_INT(got[0].corr, 50);
+	CHECK_INT(got[1].corr, 50);
+	/* the same id for both, as on a real driver: one probe, the record under it */
+	inj_api_enter(&st, 0, INJ_API_LAUNCH, 2, 211, 52, "cudaLaunchKernel");
+	inj_api_enter(&st, 0, INJ_API_LAUNCH, 1, 307, 52, "cuLaunchKernel");
+	inj_api_exit(&st);
+	inj_api_exit(&st);
+	CHECK_INT(nlaunch, 2);
+	a.corr = 52;
+	CHECK_INT(inj_add_activity(&st, &a), 1);
+	inj_flush(&st);
+	CHECK_INT(got[2].corr, 52);
+	/* a later, unnested call whose id lands in the slot: under its own id */
+	launch(51 + INJ_SAMPLED_SLOTS, INJ_API_LAUNCH, 211, "cudaLaunchKernel");
+	a.corr = 51 + INJ_SAMPLED_SLOTS;
+	CHECK_INT(inj_add_activity(&st, &a), 1);
+	inj_flush(&st);
+	CHECK_INT(got[3].corr, 51 + INJ_SAMPLED_SLOTS);
 }
 
 /* cuptiFinalize runs only in the exit callback of a thread's outermost call: a driver

@@ -115,6 +115,9 @@ struct inj_state {
 	struct inj_timing timing;
 	uint32_t epoch;
 	uint32_t sampled[INJ_SAMPLED_SLOTS]; /* corr stored at corr % slots: "corr was followed" */
+	/* ... and, for the driver call inside a followed runtime call that has an id of its
+	 * own, the runtime call's: its records are taken as the outer call's */
+	uint32_t outer[INJ_SAMPLED_SLOTS];
 	uint32_t api_epoch[INJ_API_SLOTS];
 	/* (handle, epoch) announced; open addressing, claimed under lock, read without */
 	uint64_t handle_key[INJ_HANDLE_SLOTS];

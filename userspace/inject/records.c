@@ -141,9 +141,19 @@ static uint32_t rng_next(void)
 	return (uint32_t)((x * 0x2545f4914f6cdd1dull) >> 32);
 }
 
-static void mark_sampled(struct inj_state *s, uint32_t corr)
+/* CORR followed; OUTER: the followed runtime call it is inside, or 0. */
+static void mark_sampled(struct inj_state *s, uint32_t corr, uint32_t outer)
 {
+	__atomic_store_n(&s->outer[corr % INJ_SAMPLED_SLOTS], outer, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->sampled[corr % INJ_SAMPLED_SLOTS], corr, __ATOMIC_RELEASE);
+}
+
+/* The id a followed call's records are told under: the outer call's for a nested one. */
+static uint32_t told_corr(const struct inj_state *s, uint32_t corr)
+{
+	uint32_t o = __atomic_load_n(&s->outer[corr % INJ_SAMPLED_SLOTS], __ATOMIC_RELAXED);
+
+	return o ? o : corr;
 }
 
 bool inj_is_sampled(const struct inj_state *s, uint32_t corr)
@@ -199,7 +209,7 @@ out:
 
 static void follow(struct inj_state *s, uint32_t domain, uint32_t cbid, uint32_t corr, const char *func_name)
 {
-	mark_sampled(s, corr);
+	mark_sampled(s, corr, 0);
 	announce_api(s, domain, cbid, func_name);
 	s->ops.launch(corr, DEV_CBINFO(domain, cbid), tls_win);
 }
@@ -242,13 +252,12 @@ void inj_api_enter(struct inj_state *s, uint64_t t_cb, enum inj_api_class cls, u
 		tls_t0 = 0;
 	}
 	if (tls_depth++ > 0) {
-		/* The driver call inside a followed runtime call: its records may carry this
-		 * inner correlation id, so it is followed under the same stack. */
-		if (tls_sampled && corr && corr != tls_corr) {
-			/* Named after the user's call (the outer one), announced already. */
-			mark_sampled(s, corr);
-			s->ops.launch(corr, DEV_CBINFO(tls_domain, tls_cbid), tls_win ? tls_win | DEV_WIN_NESTED : 0);
-		}
+		/* The driver call inside a followed runtime call, where it has an id of its
+		 * own: its records may carry it, and are told under the outer call's id (its
+		 * stack, its API function). No second launch probe: on an H100 its trap cost
+		 * a window's launch as much as CUPTI's activity did. */
+		if (tls_sampled && corr && corr != tls_corr)
+			mark_sampled(s, corr, tls_corr);
 		time_callback(s, t0);
 		return;
 	}
@@ -459,7 +468,7 @@ int inj_add_activity(struct inj_state *s, const struct inj_activity *a)
 	memset(r, 0, sizeof(*r));
 	r->start = a->start;
 	r->end = a->end >= a->start ? a->end : a->start;
-	r->corr = a->corr;
+	r->corr = told_corr(s, a->corr);
 	r->kind = a->kind;
 	r->device = a->device;
 	r->stream = a->stream;

@@ -11,8 +11,9 @@
  *   - one subscriber; callbacks for the enabled callback ids only, ENTER and EXIT; a
  *     runtime launch (cupti_model_launch: cudaLaunchKernel) calls the driver's
  *     cuLaunchKernel inside it, and both are called back, under one correlation id (a
- *     real job's kernels have every launch's id, one apart: ../shared/gpu's timeline);
- *     cupti_model_cu_launch is a driver launch alone (as Triton's);
+ *     real job's kernels have every launch's id, one apart: ../shared/gpu's timeline;
+ *     CUPTI_MODEL_NESTED_IDS=1: the driver call has an id of its own, which the kernel's
+ *     record carries); cupti_model_cu_launch is a driver launch alone (as Triton's);
  *   - kernel records exist only for launches made while CONCURRENT_KERNEL is enabled, in
  *     buffers the client hands in, back through its completion callback;
  *   - cuptiActivityFlushAll(0) returns only buffers whose records are all complete (a
@@ -58,6 +59,7 @@
 #define MODEL_CALLBACKS_NS 500ull /* CUPTI's own work to call back (enter and exit) */
 /* set-up and teardown; CUPTI_MODEL_SETUP_US and CUPTI_MODEL_FINALIZE_US change them */
 static uint64_t setup_ns = 10000000ull, finalize_ns = 3000000ull;
+static bool nested_ids; /* CUPTI_MODEL_NESTED_IDS */
 #define MODEL_QUEUE 1024
 /* CUPTI's clock runs this far ahead of CLOCK_MONOTONIC: a reader must convert */
 #define MODEL_CLOCK_AHEAD 5000000000ull
@@ -110,6 +112,7 @@ __attribute__((constructor)) static void model_settings(void)
 		setup_ns = strtoull(s, NULL, 10) * 1000ull;
 	if (f && *f)
 		finalize_ns = strtoull(f, NULL, 10) * 1000ull;
+	nested_ids = getenv("CUPTI_MODEL_NESTED_IDS") && strcmp(getenv("CUPTI_MODEL_NESTED_IDS"), "1") == 0;
 }
 
 static uint64_t mono_ns(void)
@@ -210,7 +213,7 @@ static void cu_launch(uint64_t kernel_ns, void (*driver)(void *f), uint32_t rt_c
 
 	tls_api_depth++;
 	pthread_mutex_lock(&mu);
-	cb.correlationId = rt_corr ? rt_corr : corr_next++;
+	cb.correlationId = rt_corr && !nested_ids ? rt_corr : corr_next++;
 	follow = subscribed && cb_on[CUPTI_CB_DOMAIN_DRIVER_API][1];
 	fn = cb_fn;
 	ud = cb_userdata;
