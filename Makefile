@@ -38,7 +38,7 @@ LAYERS := lib sym model out trace cmd
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fno-omit-frame-pointer -MMD -MP \
-	-I$(BUILD) -I$(BUILD)/proto $(addprefix -Iuserspace/,$(LAYERS)) -Ibpf -DGPUBPF_VERSION='"$(VERSION)"'
+	-I$(BUILD) -I$(BUILD)/proto $(addprefix -Iuserspace/,$(LAYERS)) -Ibpf
 # libcurl: the agent's uploads to Pyroscope (userspace/cmd/ingest.c).
 LDLIBS := -lbpf -lelf -ldw -lz -lprotobuf-c -ljansson -lcurl -lstdc++ -lpthread -lm
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all
@@ -71,7 +71,7 @@ WL_SRCS := $(wildcard tests/workloads/*.c)
 WL_BINS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WL_SRCS))
 WL_CFLAGS := -std=gnu11 -O0 -g -fno-omit-frame-pointer -Wall -Werror -pthread
 
-.PHONY: all deps test unit e2e demo bench bench-agent clean format tools static
+.PHONY: all deps test unit e2e demo bench bench-agent clean format tools static FORCE
 .DEFAULT_GOAL := all
 # Keep the sanitizer objects between runs (only they: a bare .SECONDARY would also let
 # make skip rebuilding BPF objects and skeletons whose headers changed).
@@ -125,7 +125,15 @@ $(PROTO_C) $(PROTO_H) &: proto/profile.proto | $(BUILD)/proto
 	$(Q)$(PROTOC_C) --proto_path=proto --c_out=$(BUILD)/proto $<
 
 # --- userspace ----------------------------------------------------------------------
-$(BUILD)/obj/%.o: %.c $(SKELS) $(PROTO_H) | $(BUILD)/obj
+# The version the binaries and profiles say (git describe), in a header rewritten only
+# when it changes: what includes it is rebuilt then, and only then (a -D flag left the
+# objects built before a commit saying the commit before).
+VERSION_H := $(BUILD)/version.h
+$(VERSION_H): FORCE | $(BUILD)/obj
+	$(Q)echo '#define GPUBPF_VERSION "$(VERSION)"' >$@.tmp; cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+FORCE:
+
+$(BUILD)/obj/%.o: %.c $(SKELS) $(PROTO_H) | $(BUILD)/obj $(VERSION_H)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
@@ -133,7 +141,7 @@ $(BUILD)/obj/profile.pb-c.o: $(PROTO_C) | $(BUILD)/obj
 	$(call msg,CC,$@)
 	$(Q)$(CC) -std=gnu11 $(CFLAGS) -I$(BUILD)/proto -c $< -o $@
 
-$(BUILD)/san/%.o: %.c $(SKELS) $(PROTO_H) | $(BUILD)/san
+$(BUILD)/san/%.o: %.c $(SKELS) $(PROTO_H) | $(BUILD)/san $(VERSION_H)
 	$(call msg,CC-SAN,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -c $< -o $@
 
@@ -151,7 +159,7 @@ $(BUILD)/gpubpf: $(BUILD)/obj/main.o $(LIB_OBJS)
 # libcurl has no static build of its own dependencies here: the static binary's agent
 # writes files (--output-dir) and says so for --server.
 static: $(BUILD)/gpubpf-static
-$(BUILD)/obj/ingest-nocurl.o: userspace/cmd/ingest.c $(SKELS) $(PROTO_H) | $(BUILD)/obj
+$(BUILD)/obj/ingest-nocurl.o: userspace/cmd/ingest.c $(SKELS) $(PROTO_H) | $(BUILD)/obj $(VERSION_H)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -DGPUBPF_NO_CURL -c $< -o $@
 $(BUILD)/gpubpf-static: $(BUILD)/obj/main.o $(filter-out $(BUILD)/obj/ingest.o,$(LIB_OBJS)) $(BUILD)/obj/ingest-nocurl.o

@@ -6,7 +6,8 @@ userspace/ has one folder per layer, lowest first:
 A file includes headers of its own layer or of lower ones, never of a higher one.
 Besides those: the headers BPF shares with userspace (bpf/*.h, as "../../bpf/X.h") from
 trace and cmd; BPF skeletons (X.skel.h) from trace; the pprof protobuf
-(profile.pb-c.h) from out. userspace/inject/ is a library loaded into the target: it
+(profile.pb-c.h) from out; the generated version.h (the Makefile's GPUBPF_VERSION) from out
+and cmd. userspace/inject/ is a library loaded into the target: it
 includes nothing of gpubpf's but bpf/cupti.h. A header named that is not in the tree is
 a failure too (a stale include would hide a layer).
 
@@ -58,6 +59,9 @@ def check_file(path, layer, where):
             elif base == "profile.pb-c.h":
                 if layer != "out":
                     bad.append(f"{at}: the pprof protobuf outside out")
+            elif inc == "version.h":
+                if layer not in ("out", "cmd"):
+                    bad.append(f"{at}: the version header outside out and cmd")
             elif inc != base or base not in where:
                 bad.append(f"{at}: not a header of a layer (include them by name)")
             elif LAYERS.index(where[base]) > rank:

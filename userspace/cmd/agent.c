@@ -28,6 +28,7 @@
 #include "python.h"
 #include "readfile.h"
 #include "spool.h"
+#include "version.h" /* GPUBPF_VERSION, generated (Makefile) */
 
 #define FLUSH_S 5 /* at a stop, how long the spool may still be delivered */
 /* The session keeps what it learnt of every process it profiled (mappings, parsed

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "log.h"
+#include "version.h" /* GPUBPF_VERSION, generated (Makefile) */
 
 void cli__usage_main(FILE *f)
 {

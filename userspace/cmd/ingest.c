@@ -17,6 +17,7 @@
 #include "log.h"
 #include "pyroscope.h"
 #include "readfile.h"
+#include "version.h" /* GPUBPF_VERSION, generated (Makefile) */
 
 int ingest__read_token(const char *path, char *buf, size_t cap)
 {

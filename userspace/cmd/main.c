@@ -11,6 +11,7 @@
 #include "log.h"
 #include "record.h"
 #include "report.h"
+#include "version.h" /* GPUBPF_VERSION, generated (Makefile) */
 
 int main(int argc, char **argv)
 {

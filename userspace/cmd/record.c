@@ -28,6 +28,7 @@
 #include "syms.h"
 #include "trace.h"
 #include "windows.h"
+#include "version.h" /* GPUBPF_VERSION, generated (Makefile) */
 
 struct write_ctx {
 	struct session *s;

@@ -10,9 +10,7 @@
 #include "speedscope.h"
 #include "trace.h"
 
-#ifndef GPUBPF_VERSION
-#define GPUBPF_VERSION "dev"
-#endif
+#include "version.h" /* GPUBPF_VERSION, generated (Makefile) */
 
 struct sframe {
 	const char *name, *file;

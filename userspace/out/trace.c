@@ -15,9 +15,7 @@
 
 #include "trace_int.h"
 
-#ifndef GPUBPF_VERSION
-#define GPUBPF_VERSION "dev"
-#endif
+#include "version.h" /* GPUBPF_VERSION, generated (Makefile) */
 
 /* Device tracks get thread ids no kernel hands out (pid_max is at most 2^22), so they
  * never collide with a real thread of the same process. */
