@@ -60,5 +60,8 @@ if grep -q "^6	throughput, launch_loop (medians of 1)	alone [0-9]*/s, default [0
 else
 	fail "selftest:throughput-row" "$(grep throughput "$R")"
 fi
+# item 14: the job ran under device time, and lived
+got=$(row "the job survives device time: launch_loop --spin-us 4")
+[ "$got" = "died in 0 of 1 runs|PASS" ] && pass "selftest:survives-row" || fail "selftest:survives-row" "'$got'"
 [ -s "$TMP/self/throughput.txt" ] && [ -s "$TMP/self/table.txt" ] && pass "selftest:files" ||
 	fail "selftest:files" "$(ls "$TMP/self")"

@@ -27,7 +27,10 @@ Items (issue 12; throughput targets are issue 13's):
     spin per launch, and a launch-bound PyTorch step
   13 default mode's launch estimates against the truth: launch_loop (the thread sets the
     pace), launch_loop --device-us 20 (a full device queue does), the PyTorch loop against
-    --exact of the same length (ITERS_EST=3000)"""
+    --exact of the same length (ITERS_EST=3000)
+  14 device time never breaks the job: the PyTorch step and launch_loop --spin-us 4 under
+    default mode with device time, SURVIVE_RUNS (4) runs each, none may die (at 1d503a9
+    the step died in 4 of 9 runs: heap corruption, a cuptiFinalize inside a nested call)"""
 import json
 import os
 import re
@@ -46,6 +49,7 @@ ITERS = int(os.environ.get("ITERS", "200"))
 ITERS_EST = int(os.environ.get("ITERS_EST", "3000"))
 SELFTEST = bool(os.environ.get("SELFTEST"))
 ROUNDS = int(os.environ.get("ROUNDS") or (1 if os.environ.get("QUICK") or SELFTEST else 3))
+SURVIVE_RUNS = int(os.environ.get("SURVIVE_RUNS") or (1 if SELFTEST else 4))
 
 rows = []
 failed = 0
@@ -445,7 +449,7 @@ def check_throughput():
             result("6", name, "missing from the bundle", "present", "SKIP")
             continue
         runs = {m: [] for m, _ in modes}
-        ests = {}
+        ests, deaths = {}, {}
         # the first run of a case after others pays for a cold GPU and caches: not counted
         run("tp-%s-warm-up" % re.sub(r"\W+", "_", name), cmd)
         for r in range(ROUNDS):
@@ -460,6 +464,8 @@ def check_throughput():
                 else:
                     c = [GPUBPF, "record", "-o", tp_pb(name, m)] + args + ["--"] + cmd
                 rc, out = run("tp-%s-%s-%d" % (re.sub(r"\W+", "_", name), re.sub(r"\W+", "_", m), r), c)
+                if died(rc, out, key):
+                    deaths[m] = deaths.get(m, 0) + 1
                 v = rate(out, key)
                 runs[m].append(v)
                 e = re.search(r"overhead ~([0-9.e+-]+)%", out)
@@ -477,13 +483,52 @@ def check_throughput():
             # gpubpf's own estimate of its cost beside the measured (issue 13)
             est = " (est. %.2g%%, meas. %.2g%%)" % (statistics.median(ests[m]), 100 * (1 / ratio - 1)) \
                 if ests.get(m) and ratio else ""
-            parts.append("%s %.2f%s" % (m, ratio, est))
+            dead = " [died %d]" % deaths[m] if deaths.get(m) else ""
+            parts.append("%s %.2f%s%s" % (m, ratio, est, dead))
             if m == "default+device time" and ratio < 0.98:
+                verdict = "FAIL"
+            if dead and m != "torch.profiler":
                 verdict = "FAIL"
         result("6", "throughput, " + name + " (medians of %d)" % ROUNDS, ", ".join(parts),
                "default+device time >= 0.98 (issue 13)", verdict)
         if os.path.exists(tp_pb(name, "default+device time")):
             device_windows(tp_pb(name, "default+device time"), name + ": ", required=not SELFTEST)
+
+
+def died(rc, out, key):
+    """Why a job run under gpubpf did not end well (a signal, a failure, no result line), or
+    None."""
+    m = re.search(r"was killed by signal (\d+)", out)
+    if m:
+        return "signal " + m.group(1)
+    if rc != 0:
+        return "exit %d" % rc
+    if not re.search(key + r"=[0-9.]+", out):
+        return "no result line"
+    return None
+
+
+def check_survives():
+    """Item 14: the job lives through device time's windows, finalizes and set-ups."""
+    ll = os.path.join(WL, "launch_loop")
+    cases = [("launch_loop --spin-us 4", [ll, "--seconds", "2", "--spin-us", "4"], "launches_per_sec"),
+             ("launch-bound PyTorch step", [PY, os.path.join(HERE, "step_bench.py"), "2"], "steps_per_sec")]
+    if SELFTEST:
+        cases = cases[:1]
+    for name, cmd, key in cases:
+        if not os.path.exists(cmd[0]):
+            result("14", name, "missing from the bundle", "present", "SKIP")
+            continue
+        why = []
+        for r in range(SURVIVE_RUNS):
+            c = [GPUBPF, "record", "-o", os.path.join(OUT, "survive.pb.gz"), "--"] + cmd
+            rc, out = run("survive-%s-%d" % (re.sub(r"\W+", "_", name), r), c)
+            w = died(rc, out, key)
+            if w:
+                why.append(w)
+        result("14", "the job survives device time: " + name,
+               "died in %d of %d runs%s" % (len(why), SURVIVE_RUNS, (": " + ", ".join(why)) if why else ""),
+               "none", "FAIL" if why else "PASS")
 
 
 def environment():
@@ -523,6 +568,7 @@ def main():
     log("gpubpf: %s; output in %s" % ((p.stdout or p.stderr).strip(), OUT))
     if SELFTEST:
         result("all", "self-test (no GPU): C workloads and launch_loop only", "-", "-", "SKIP")
+        check_survives()
         check_programs()
         check_estimates()
         check_throughput()
@@ -534,6 +580,7 @@ def main():
         table()
         return 0
     check_cupti()
+    check_survives()
     check_programs()
     check_pytorch()
     check_trace()
