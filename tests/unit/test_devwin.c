@@ -84,6 +84,18 @@ static int step_now(void)
 	return want;
 }
 
+/* Launches of 2 us, 3 us dearer with activity on, 20 a look, until the measurement ends
+ * (WANT: what the last step wanted); what the watcher wants then. */
+static int measure_to_end(int want)
+{
+	for (int guard = 0; cfg.cost.state == DEV_COST_MEASURING && guard < 1000000; guard++) {
+		for (int i = 0; i < 20; i++)
+			launch(2000, 3000, want);
+		want = step_now();
+	}
+	return want;
+}
+
 TEST(slots)
 {
 	CHECK_INT(inj_slots(10000, 1000000000ull), 100);
@@ -236,7 +248,7 @@ TEST(launch_probes_state_matched)
  * earlier than the write. */
 TEST(measurement_waits_for_gpubpf)
 {
-	int want, guard = 0;
+	int want;
 
 	reset(100);
 	cfg.seq = 0;
@@ -252,11 +264,7 @@ TEST(measurement_waits_for_gpubpf)
 	CHECK_INT(st.timing.n[0][INJ_PROBES_OUT] + st.timing.n[0][INJ_PROBES_IN], 0);
 	/* written: on from here, at once (the warm-up is over) */
 	cfg.seq = 1;
-	while (cfg.cost.state == DEV_COST_MEASURING && guard++ < 100000) {
-		for (int i = 0; i < 20; i++)
-			launch(2000, 3000, want);
-		want = step_now();
-	}
+	want = measure_to_end(want);
 	CHECK_INT(cfg.cost.state, DEV_COST_DONE);
 	CHECK(cfg.cost.on_ns > cfg.cost.off_ns + 2000 && cfg.cost.on_ns < cfg.cost.off_ns + 4000);
 }
@@ -285,7 +293,7 @@ TEST(idle_job_measured_again_later)
 TEST(measurement_waits_for_the_first_launch)
 {
 	uint64_t wake, t0 = now_ns();
-	int want, guard = 0;
+	int want;
 
 	reset(100);
 	want = inj_sched_step(&sc, &st, &cfg, t0, &wake);
@@ -294,11 +302,7 @@ TEST(measurement_waits_for_the_first_launch)
 	CHECK_INT(cfg.cost.state, DEV_COST_MEASURING);
 	/* launches from here, on the real clock (before t0 + 400 ms: the steps' clock only
 	 * moves on) */
-	while (cfg.cost.state == DEV_COST_MEASURING && guard++ < 1000000) {
-		for (int i = 0; i < 20; i++)
-			launch(2000, 3000, want);
-		want = step_now();
-	}
+	want = measure_to_end(want);
 	CHECK_INT(cfg.cost.state, DEV_COST_DONE);
 	CHECK(cfg.cost.on_ns > cfg.cost.off_ns + 2000);
 }
@@ -309,7 +313,7 @@ TEST(measurement_waits_for_the_first_launch)
  * and times none of the slow ones. */
 TEST(measurement_waits_for_steady_launches)
 {
-	int want, guard = 0;
+	int want;
 
 	reset(100);
 	want = step_now();
@@ -322,11 +326,7 @@ TEST(measurement_waits_for_steady_launches)
 	CHECK_INT(cfg.cost.state, DEV_COST_MEASURING);
 	CHECK_INT(st.timing.phase, 0);
 	CHECK(st.timing.seen && !st.timing.first);
-	while (cfg.cost.state == DEV_COST_MEASURING && guard++ < 1000000) {
-		for (int i = 0; i < 20; i++)
-			launch(2000, 3000, want);
-		want = step_now();
-	}
+	want = measure_to_end(want);
 	CHECK_INT(cfg.cost.state, DEV_COST_DONE);
 	CHECK(cfg.cost.on_ns > cfg.cost.off_ns + 2000 && cfg.cost.on_ns < cfg.cost.off_ns + 4000);
 	CHECK(cfg.cost.off_ns < 5000);

@@ -155,6 +155,19 @@ static void contract(const char *api)
 	broken(why);
 }
 
+/* Whether DOM's launch callback is to be made now, and to whom. */
+static bool called_back(CUpti_CallbackDomain dom, CUpti_CallbackFunc *fn, void **ud)
+{
+	bool on;
+
+	pthread_mutex_lock(&mu);
+	on = subscribed && cb_on[dom][1];
+	*fn = cb_fn;
+	*ud = cb_userdata;
+	pthread_mutex_unlock(&mu);
+	return on;
+}
+
 /* A callback as CUPTI makes it: the site the thread is in is known to cuptiFinalize, and
  * a finalize in it ends once the thread is back out of the dispatch. */
 static void dispatch(CUpti_CallbackFunc fn, void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
@@ -214,10 +227,8 @@ static void cu_launch(uint64_t kernel_ns, void (*driver)(void *f), uint32_t rt_c
 	tls_api_depth++;
 	pthread_mutex_lock(&mu);
 	cb.correlationId = rt_corr && !nested_ids ? rt_corr : corr_next++;
-	follow = subscribed && cb_on[CUPTI_CB_DOMAIN_DRIVER_API][1];
-	fn = cb_fn;
-	ud = cb_userdata;
 	pthread_mutex_unlock(&mu);
+	follow = called_back(CUPTI_CB_DOMAIN_DRIVER_API, &fn, &ud);
 	if (follow) {
 		cb.callbackSite = CUPTI_API_ENTER;
 		dispatch(fn, ud, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
@@ -257,12 +268,9 @@ static void cu_launch(uint64_t kernel_ns, void (*driver)(void *f), uint32_t rt_c
 			dropped++;
 		}
 	}
-	follow = subscribed && cb_on[CUPTI_CB_DOMAIN_DRIVER_API][1];
-	fn = cb_fn;
-	ud = cb_userdata;
 	pthread_mutex_unlock(&mu);
 	t0 = mono_ns();
-	if (follow) {
+	if (called_back(CUPTI_CB_DOMAIN_DRIVER_API, &fn, &ud)) {
 		cb.callbackSite = CUPTI_API_EXIT;
 		dispatch(fn, ud, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
 	}
@@ -295,26 +303,17 @@ EXPORT void cupti_model_launch(uint64_t kernel_ns, void (*driver)(void *f))
 	};
 	CUpti_CallbackFunc fn;
 	void *ud;
-	bool follow;
 
 	tls_api_depth++;
 	pthread_mutex_lock(&mu);
 	cb.correlationId = corr_next++;
-	follow = subscribed && cb_on[CUPTI_CB_DOMAIN_RUNTIME_API][1];
-	fn = cb_fn;
-	ud = cb_userdata;
 	pthread_mutex_unlock(&mu);
-	if (follow) {
+	if (called_back(CUPTI_CB_DOMAIN_RUNTIME_API, &fn, &ud)) {
 		cb.callbackSite = CUPTI_API_ENTER;
 		dispatch(fn, ud, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &cb);
 	}
 	cu_launch(kernel_ns, driver, cb.correlationId);
-	pthread_mutex_lock(&mu);
-	follow = subscribed && cb_on[CUPTI_CB_DOMAIN_RUNTIME_API][1];
-	fn = cb_fn;
-	ud = cb_userdata;
-	pthread_mutex_unlock(&mu);
-	if (follow) {
+	if (called_back(CUPTI_CB_DOMAIN_RUNTIME_API, &fn, &ud)) {
 		cb.callbackSite = CUPTI_API_EXIT;
 		dispatch(fn, ud, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &cb);
 	}
