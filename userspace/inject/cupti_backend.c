@@ -165,7 +165,6 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 {
 	CUpti_Activity *r = NULL;
 	size_t dropped = 0;
-
 	bool finalizing = __atomic_load_n(&finalize_pending, __ATOMIC_ACQUIRE) == FIN_RUNNING;
 
 	(void)size;
