@@ -205,9 +205,8 @@ static void drop_calls(struct inj_timing *t, int a, bool to_off1)
  * the next all out of one. So the first phase, which costs the job little, runs at least
  * INJ_MEASURE_SPREAD_NS and until it has its calls with the probes out (they are out
  * most of the time; in, where they stayed in all along or its time ran out first); the
- * "on" phase, the dear one,
- * runs until it has its calls in a state the first one has, the last until it has them
- * in the state compared. */
+ * "on" phase, the dear one, runs until it has its calls in a state the first one has,
+ * the last until it has them in the state compared. */
 static int measure_step(struct inj_sched *sc, struct inj_state *s, volatile struct dev_config *cfg, uint64_t now,
 			uint64_t *wake)
 {

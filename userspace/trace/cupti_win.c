@@ -301,12 +301,12 @@ void cpt_win_tick(struct cupti_tracer *c)
 		measured = true;
 		cost = fmax(cost, DEV_ACT_FLOOR_S);
 		worst = fmax(worst, cost / (base + cost));
-		/* a window's switches: the last one's, or their mean so far where that is more
-		 * (they vary several times over where the launching threads take the CPUs) */
 		fixed = fmax(fixed, (double)t->cost.switch_ns / 1e9);
-		if (c->windows)
-			fixed = fmax(fixed, (double)c->switch_ns / 1e9 / (double)c->windows);
 	}
+	/* a window's switches: the last one's, or their mean so far where that is more (they
+	 * vary several times over where the launching threads take the CPUs) */
+	if (c->windows)
+		fixed = fmax(fixed, (double)c->switch_ns / 1e9 / (double)c->windows);
 	if (measured)
 		windows__set_device(c->win, worst, fixed);
 	windows__governor(c->win, &g);
