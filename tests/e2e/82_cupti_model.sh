@@ -67,8 +67,6 @@ recs, followed, windows, lost = (int(gpu[i]) for i in range(1, 5))
 k, lo, hi = num(est[1]), num(est[2]), num(est[3])
 # the producer's truth counts from where the first window's period begins (dev_win.period),
 # whatever EVERY gpubpf chose: a drain's retries can make a window's switches dear enough
-# for a period of 2 here
-# whatever EVERY gpubpf chose: a drain's retries can make a window's switches dear enough
 # for a period of 2 here, and 4 s then hold 20 periods of windows, not 40
 verdict("windowed", windows >= 20 // max(every, 1), f"every {every}, {windows} windows")
 # a forced flush at a window's end lost every kernel still queued (all of them, device-bound)
@@ -89,7 +87,9 @@ print(f"# {t} launches, estimated {k:.0f} ({100 * (k / t - 1):+.1f}%), 95% CI +-
 PY
 }
 
-# A 95% interval misses the truth one run in twenty by design: a miss is run again once.
+# A 95% interval misses the truth one run in twenty by design, and a machine busy beside
+# the job leaves the budget room for a window every 4 periods or so (the interval then
+# +-71-78% with a CPU hog beside it): a miss, or so wide an interval, is run again once.
 for c in launch_bound:1000 device_bound:20000 driver_only:1000:driver nested_ids:1000:nested \
 	pytorch_replay:2000:replay; do
 	IFS=: read -r name ns mode <<<"$c"
@@ -99,8 +99,9 @@ for c in launch_bound:1000 device_bound:20000 driver_only:1000:driver nested_ids
 		continue
 	fi
 	check_model "$name" >"$TMP/$name.verdicts"
-	if grep -q '^FAIL .*in-stated-interval' "$TMP/$name.verdicts" && run_model "$name" "$ns" "$mode"; then
-		sed -n 's/^FAIL \(.*in-stated-interval\): /# first run: \1: /p' "$TMP/$name.verdicts"
+	if grep -q '^FAIL .*\(in-stated-interval\|interval-useful\)' "$TMP/$name.verdicts" &&
+		run_model "$name" "$ns" "$mode"; then
+		sed -n 's/^FAIL \(.*\(in-stated-interval\|interval-useful\)\): /# first run: \1: /p' "$TMP/$name.verdicts"
 		check_model "$name" >"$TMP/$name.verdicts"
 	fi
 	cat "$TMP/$name.verdicts"

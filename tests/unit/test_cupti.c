@@ -265,6 +265,27 @@ TEST(losses_told_without_a_record)
 	CHECK_INT(nbatches, 1); /* nothing new: nothing sent */
 }
 
+/* A record CUPTI could not time (a forced flush's kernel still queued) is a loss only
+ * where its call was followed: the cost measurement has activity on for launches it does
+ * not follow, whose kernels a device-bound job still has queued at its end. */
+TEST(untimed_record_lost_only_if_followed)
+{
+	struct inj_activity a = {.kind = DEV_KERNEL, .corr = 40, .untimed = true, .name = "k"};
+
+	reset();
+	CHECK_INT(inj_add_activity(&st, &a), 0); /* no call followed under 40 */
+	CHECK_INT(__atomic_load_n(&st.ctr.dropped_unsampled, __ATOMIC_RELAXED), 1);
+	CHECK_INT(__atomic_load_n(&st.ctr.lost, __ATOMIC_RELAXED), 0);
+	launch(41, INJ_API_LAUNCH, 211, "cudaLaunchKernel");
+	a.corr = 41;
+	CHECK_INT(inj_add_activity(&st, &a), 0);
+	CHECK_INT(__atomic_load_n(&st.ctr.lost, __ATOMIC_RELAXED), 1);
+	CHECK_INT(__atomic_load_n(&st.kept, __ATOMIC_RELAXED), 0); /* its window still waits */
+	inj_flush(&st);
+	CHECK_INT(ngot, 0);
+	CHECK_INT(last_ctr.lost, 1);
+}
+
 /* The driver call inside a followed runtime call, with an id of its own: one launch
  * probe (the outer call's), and records with either id are told under the outer one. */
 TEST(nested_driver_call_follows_outer)
@@ -408,6 +429,7 @@ int main(int argc, char **argv)
 	RUN(graph_kernels_share_the_launch);
 	RUN(unsampled_and_invalid_dropped);
 	RUN(losses_told_without_a_record);
+	RUN(untimed_record_lost_only_if_followed);
 	RUN(nested_driver_call_follows_outer);
 	RUN(outermost_exit_for_finalize);
 	RUN(sampling_one_in_n_and_windows);

@@ -48,6 +48,7 @@ static uint64_t to_mono(uint64_t t)
 #define COMMON_FIELDS(a, x)                                                                                            \
 	do {                                                                                                           \
 		(a).corr = (x)->correlationId;                                                                         \
+		(a).untimed = !(x)->start && !(x)->end;                                                                \
 		(a).start = to_mono((x)->start);                                                                       \
 		(a).end = to_mono((x)->end);                                                                           \
 		(a).device = (x)->deviceId;                                                                            \
@@ -64,12 +65,6 @@ void inj_handle_record(const CUpti_Activity *r)
 	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
 		const CUpti_ActivityKernel10 *k = (const void *)r;
 
-		/* start = end = 0: CUPTI could not time it (seen after enables, and for a kernel
-		 * still running at a forced flush): a loss, not a kernel of no time */
-		if (!k->start && !k->end) {
-			inj_count_lost(&inj, 1);
-			return;
-		}
 		a.kind = DEV_KERNEL;
 		COMMON_FIELDS(a, k);
 		a.name = k->name;

@@ -35,6 +35,10 @@ struct inj_activity {
 	uint32_t cupti_copy_kind; /* CUpti_ActivityMemcpyKind */
 	uint64_t bytes;
 	const char *name; /* kernels: CUPTI's name string (shared by every record of a kernel) */
+	/* start = end = 0: CUPTI could not time it (seen after enables, and for a kernel still
+	 * queued or running at a forced flush): a loss where its call was followed, not a
+	 * kernel of no time */
+	bool untimed;
 };
 
 /* Where records.c sends what it produced (the USDT probes, or a unit test's recorder). */
