@@ -16,6 +16,19 @@ if [ $rc -eq 0 ] && [ $took -lt 10 ]; then pass "stops-when-target-exits"; else 
 pprof -top "$TMP/exit.pb.gz" >"$TMP/exit.top"
 grep -q leaf_c "$TMP/exit.top" && pass "exited-target-symbolized" || fail "exited-target-symbolized" "$(head "$TMP/exit.top")"
 
+# A command that fails: its status is record's (128+N for signal N, as a shell says it),
+# and the profile is written all the same.
+for c in "exit 3:3" "kill -TERM \$\$:143"; do
+	"$GPUBPF" record -F 499 -o "$TMP/st.pb.gz" -- sh -c "$WL/cpu_ratio 0.3 >/dev/null; ${c%%:*}" >"$TMP/st.log" 2>&1
+	rc=$?
+	if [ $rc -eq "${c##*:}" ] && pprof -top "$TMP/st.pb.gz" >"$TMP/st.top" && grep -q leaf_c "$TMP/st.top"; then
+		pass "job-status-${c##*:}"
+	else
+		fail "job-status-${c##*:}" "rc=$rc (want ${c##*:}) $(tail -2 "$TMP/st.log")"
+	fi
+	rm -f "$TMP/st.pb.gz"
+done
+
 # Ctrl-C once.
 "$GPUBPF" record -F 499 -o "$TMP/int.pb.gz" -- "$WL/cpu_ratio" 30 >"$TMP/int.log" 2>&1 &
 rec=$!

@@ -60,8 +60,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (!strcmp(argv[1], "record")) {
+		/* > 0: the profile is written, and the command it started failed so */
 		err = record__main(argc - 1, argv + 1);
-		return err < 0 ? -err : 0;
+		return err < 0 ? -err : err;
 	}
 	if (!strcmp(argv[1], "agent")) {
 		err = agent__main(argc - 1, argv + 1);

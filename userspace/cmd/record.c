@@ -182,19 +182,32 @@ static void print_summary(struct engine *e, const char *gpu_summary)
 	fputc('\n', stderr);
 	if (!e->st.samples && !e->cs.calls && o->npids && !o->trace)
 		preflight__explain_empty(o->pids, o->npids, e->elapsed);
-	if (o->command) {
-		int ws;
+}
 
-		if (procs__child_status(s->procs, &ws) == 0) {
-			if (WIFEXITED(ws) && WEXITSTATUS(ws))
-				fprintf(stderr, "gpubpf: %s exited with status %d\n", o->command[0], WEXITSTATUS(ws));
-			else if (WIFSIGNALED(ws))
-				fprintf(stderr, "gpubpf: %s was killed by signal %d\n", o->command[0], WTERMSIG(ws));
-		} else {
-			fprintf(stderr, "gpubpf: %s (pid %d) keeps running unprofiled\n", o->command[0],
-				(int)procs__child(s->procs));
-		}
+/* What record ends with where it wrote its profile: 0, or the status of a COMMAND that
+ * failed (128+N for signal N, as a shell says it), so that `gpubpf record -- job` in a
+ * script fails where the job did; said on stderr too. */
+static int job_status(struct engine *e)
+{
+	const struct record_opts *o = e->s.opts;
+	int ws;
+
+	if (!o->command)
+		return 0;
+	if (procs__child_status(e->s.procs, &ws)) {
+		fprintf(stderr, "gpubpf: %s (pid %d) keeps running unprofiled\n", o->command[0],
+			(int)procs__child(e->s.procs));
+		return 0;
 	}
+	if (WIFEXITED(ws) && WEXITSTATUS(ws)) {
+		fprintf(stderr, "gpubpf: %s exited with status %d\n", o->command[0], WEXITSTATUS(ws));
+		return WEXITSTATUS(ws);
+	}
+	if (WIFSIGNALED(ws)) {
+		fprintf(stderr, "gpubpf: %s was killed by signal %d\n", o->command[0], WTERMSIG(ws));
+		return 128 + WTERMSIG(ws);
+	}
+	return 0;
 }
 
 int record__main(int argc, char **argv)
@@ -322,7 +335,7 @@ int record__main(int argc, char **argv)
 		goto cleanup;
 	}
 	print_summary(&e, gpu_summary);
-	err = 0;
+	err = job_status(&e);
 cleanup:
 	if (opened)
 		engine__close(&e);
