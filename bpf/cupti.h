@@ -164,7 +164,8 @@ struct dev_costs {
 	__u64 switch_ns;     /* turning activity and callbacks on and off once (the watcher's) */
 	__u64 started, done; /* CLOCK_MONOTONIC ns: the measurement's span */
 	__u32 probes;	     /* DEV_PROBES_*: the launch probes' state in the calls compared */
-	__u32 pad;
+	__u32 fixed_us;	     /* one-off: CUPTI's set-up at attach, and each measurement's switches
+			      * (set-up, finalize, set-up again), microseconds (0 from an older library) */
 };
 #define DEV_PROBES_OUT 0   /* all out */
 #define DEV_PROBES_IN 1	   /* all in */

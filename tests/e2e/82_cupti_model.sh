@@ -55,6 +55,12 @@ truth = re.search(r"(?:producer|replay): (?:launches=\d+ .*)?windowed_launches=(
 measured = re.search(r"gpu estimate: .* and (\d+) of the cost measurement's", raw)
 cost = re.search(r"Comment: gpu cost: (.{0,120})", raw)
 verdict("cost-measured", bool(cost) and "not measured" not in cost[1], cost[1] if cost else "no gpu cost comment")
+# the one-off part: the model's set-up (0.2 ms, at the first activity enable after a
+# subscribe: the measurement's "on" phase) and its finalize (0.1 ms, at the job's next
+# API exit, timed there and told the watcher), at least
+fixed = re.search(r"CUPTI's set-up at attach and the measurement's switches [0-9.e+-]+% \(([0-9.e+-]+) ms, once\)", raw)
+verdict("one-off-cost-counted", bool(fixed) and 0.29 <= float(fixed[1]) <= 100,
+        f"{fixed[1]} ms" if fixed else "no one-off part in the gpu cost comment")
 gpu = re.search(r"Comment: gpu: .* in windows: (\d+) kernels .* of (\d+) launches and copies followed in (\d+) "
                 r"windows.* (\d+) lost,", raw)
 est = re.search(r"gpu estimate: kernels ([0-9,]+), 95% CI ([0-9,]+)-([0-9,]+) ", raw)

@@ -145,6 +145,36 @@ TEST(cost_measured_on_real_calls)
 	CHECK_INT(step_now(), 0);
 }
 
+/* The measurement's switches (CUPTI set up, finalized, set up again: 300 us each here)
+ * are spent once, whatever comes after: into the one-off part gpubpf counts in the cost,
+ * added to what attach spent (the library's core sets that), never to a window's. */
+TEST(measurement_switches_are_a_one_off_cost)
+{
+	uint64_t wake, spent = 0;
+	int want, last = 0, guard = 0;
+
+	reset(100);
+	cfg.cost.fixed_us = 250; /* CUPTI's set-up at attach */
+	do {
+		uint64_t t = now_ns();
+
+		want = inj_sched_step(&sc, &st, &cfg, t, &wake);
+		if (want != last && cfg.cost.state == DEV_COST_MEASURING) {
+			inj_sched_switched(&sc, &st, &cfg, want, t, t + 300000);
+			spent += 300000;
+		} else {
+			inj_sched_switched(&sc, &st, &cfg, want, t, t);
+		}
+		last = want;
+		for (int i = 0; i < 20; i++)
+			launch(2000, 3000, want);
+	} while (cfg.cost.state == DEV_COST_MEASURING && guard++ < 1000000);
+	CHECK_INT(cfg.cost.state, DEV_COST_DONE);
+	CHECK(spent >= 600000); /* on, off at least */
+	CHECK_INT(cfg.cost.fixed_us, 250 + spent / 1000);
+	CHECK_INT(cfg.cost.switch_ns, spent); /* and the first window is planned from them */
+}
+
 /* A job whose launches get dearer as it runs (5 us more each phase), launching 600 calls
  * between two looks: the first "off" phase fills only its half of the timed calls, the
  * last one has its own, and the drift cancels (3 us of activity found, not 8). */
@@ -641,6 +671,7 @@ int main(int argc, char **argv)
 	RUN(slots);
 	RUN(trimmed_mean);
 	RUN(cost_measured_on_real_calls);
+	RUN(measurement_switches_are_a_one_off_cost);
 	RUN(drift_cancels_with_many_calls_a_look);
 	RUN(device_bound_start_not_charged_to_cupti);
 	RUN(launch_probes_state_matched);

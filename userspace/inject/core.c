@@ -169,6 +169,7 @@ static void attach_now(void)
 {
 	volatile struct dev_config *cfg = &gpubpf_inject_config;
 	char why[200] = "";
+	uint64_t t0;
 	int st;
 
 	inj_new_epoch(&inj);
@@ -188,7 +189,10 @@ static void attach_now(void)
 	inj.win_id = 0;
 	inj.probe_gen = &cfg->probe_gen;
 	backend_on = inj.windowed ? INJ_CB : INJ_CB | INJ_ACT;
+	t0 = mono_ns();
 	st = backend->attach(&inj, why, sizeof(why));
+	/* CUPTI's set-up (subscribe, callbacks on): the watcher's, once; in gpubpf's cost */
+	cfg->cost.fixed_us = (uint32_t)((mono_ns() - t0) / 1000);
 	set_state(st, why);
 }
 

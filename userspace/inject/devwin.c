@@ -122,6 +122,8 @@ static void measure_end(struct inj_sched *sc, struct inj_state *s, volatile stru
 
 	__atomic_store_n(&t->on, false, __ATOMIC_RELEASE);
 	__atomic_store_n(&t->activity, false, __ATOMIC_RELEASE);
+	/* its switches, a window's dearest part, spent once: in gpubpf's cost, idle or not */
+	cfg->cost.fixed_us += (uint32_t)(sc->measure_switch_ns / 1000);
 	if (t->phase == 0)
 		for (int q = 0; q < INJ_PROBE_STATES; q++)
 			t->off1[q] = kept(t, 0, q) < INJ_TIMED_MAX / 2 ? kept(t, 0, q) : INJ_TIMED_MAX / 2;

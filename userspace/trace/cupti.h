@@ -62,9 +62,11 @@ void cupti__set_windows(struct cupti_tracer *c, struct windows *w, double period
 void cupti__launch_probes(void *c, int event);
 
 /* What device time cost the targets' launching threads over ELAPSED seconds (a fraction),
- * as estimated from the measured costs; PARTS (may be NULL, else 4): [launches followed,
- * window switches, the cost measurement, callbacks kept on to name launch handles]. 0
- * without windows. */
+ * as estimated from the measured costs; PARTS (may be NULL, else CUPTI_COST_PARTS):
+ * [launches followed, window switches, the cost measurement, callbacks kept on to name
+ * launch handles, the one-off part (CUPTI's set-up at attach, the measurement's
+ * switches), that part in seconds]. 0 without windows. */
+#define CUPTI_COST_PARTS 6
 double cupti__overhead(struct cupti_tracer *c, double elapsed, double *parts);
 
 void cupti__stats(struct cupti_tracer *c, struct cupti_stats *out);

@@ -419,9 +419,13 @@ static double naming_calls(struct cupti_tracer *c, const struct cpt_wtarget *t)
 
 double cupti__overhead(struct cupti_tracer *c, double elapsed, double *parts)
 {
-	double cost = 0, launches = 0, calib = 0, naming = 0, sw = (double)c->switch_ns / 1e9;
+	double cost = 0, launches = 0, calib = 0, naming = 0, fixed = 0, sw = (double)c->switch_ns / 1e9;
 	int n = 0;
 
+	if (parts)
+		memset(parts, 0, CUPTI_COST_PARTS * sizeof(*parts));
+	if (!c->win)
+		return 0;
 	hmap_for_each(&c->tab, e)
 	{
 		struct cpt_wtarget *t = as_target(e);
@@ -429,6 +433,10 @@ double cupti__overhead(struct cupti_tracer *c, double elapsed, double *parts)
 
 		if (!t)
 			continue;
+		/* spent once, whatever came after: CUPTI's set-up at attach, the measurement's
+		 * switches (reported, not governed: the budget is a share of a run whose length
+		 * is not known while it runs) */
+		fixed += (double)t->cost.fixed_us / 1e6;
 		if (!launch_cost(c, t, &k, &b))
 			continue;
 		cost += k;
@@ -449,14 +457,16 @@ double cupti__overhead(struct cupti_tracer *c, double elapsed, double *parts)
 		parts[1] = elapsed > 0 ? sw / elapsed : 0;
 		parts[2] = elapsed > 0 ? calib / elapsed : 0;
 		parts[3] = elapsed > 0 ? naming / elapsed : 0;
+		parts[4] = elapsed > 0 ? fixed / elapsed : 0;
+		parts[5] = fixed;
 	}
-	return elapsed > 0 ? (launches + sw + calib + naming) / elapsed : 0;
+	return elapsed > 0 ? (launches + sw + calib + naming + fixed) / elapsed : 0;
 }
 
 void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 {
 	struct est_total k, t;
-	double parts[4], total, act = 0, cb = 0, base = 0;
+	double parts[CUPTI_COST_PARTS], total, act = 0, cb = 0, base = 0;
 	char e[32], lo[32], hi[32], seen[32], every[128] = "";
 	int n = 0, probes[3] = {0};
 
@@ -499,12 +509,13 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 		    " windows %.3g%%, their switches %.3g%% (CUPTI set up and torn down, %.3g ms a window), the "
 		    "measurement %.3g%%, callbacks on outside windows (the measurement's warm-up, and in %" PRIu64
 		    " ticks to name new launch handles) %.3g%% (the library's time in them, and CUPTI's dispatch to "
-		    "them taken as the H100's 0.6 us), all launching threads together)",
+		    "them taken as the H100's 0.6 us), CUPTI's set-up at attach and the measurement's switches "
+		    "%.3g%% (%.3g ms, once), all launching threads together)",
 		    100 * c->duty, c->period * c->every, every, (act + cb) / n / 1e3 + DEV_CB_DISPATCH_S * 1e6,
 		    act / n / 1e3, probes[DEV_PROBES_OUT], probes[DEV_PROBES_IN], probes[DEV_PROBES_MIXED], n,
 		    cb / n / 1e3, DEV_CB_DISPATCH_S * 1e6, (base - cb) / n / 1e3, 100 * total, c->followed, c->windows,
 		    100 * parts[0], 100 * parts[1], c->windows ? (double)c->switch_ns / c->windows / 1e6 : 0,
-		    100 * parts[2], c->naming_ticks, 100 * parts[3]);
+		    100 * parts[2], c->naming_ticks, 100 * parts[3], 100 * parts[4], 1e3 * parts[5]);
 	}
 	est_group_total(&c->est, 0, &k);
 	est_group_total(&c->est, 1, &t);
