@@ -318,6 +318,44 @@ TEST(idle_job_measured_again_later)
 	CHECK_INT(cfg.cost.state, DEV_COST_MEASURING);
 }
 
+/* The measurement's "on" phase timed no call (seen 1 run in 15 on the CUPTI model, in
+ * a launch-bound loop) where its first phase had all of its: the job launches, and the
+ * measurement is tried again at once rather than in INJ_REMEASURE_NS, whose windows would
+ * go uncorrected for what CUPTI pushes out of them; once only, in a row. */
+static void on_phase_times_nothing(void)
+{
+	int want = step_now(), guard = 0;
+
+	while (st.timing.phase == 0 && cfg.cost.state == DEV_COST_MEASURING && guard++ < 1000000) {
+		for (int i = 0; i < 20; i++)
+			launch(2000, 3000, want);
+		want = step_now();
+	}
+	/* no launch from here: the "on" phase runs its time out */
+	for (uint64_t t0 = now_ns(); cfg.cost.state == DEV_COST_MEASURING && now_ns() - t0 < INJ_MEASURE_NS;)
+		step_now();
+}
+
+TEST(on_phase_with_no_call_measured_again_at_once)
+{
+	uint64_t wake;
+
+	reset(100);
+	on_phase_times_nothing();
+	CHECK_INT(cfg.cost.state, DEV_COST_IDLE);
+	CHECK(sc.retry_at <= now_ns());
+	inj_sched_step(&sc, &st, &cfg, now_ns(), &wake);
+	CHECK_INT(cfg.cost.state, DEV_COST_MEASURING);
+	/* the same again: 2 s on, as for a job that does not launch */
+	on_phase_times_nothing();
+	CHECK_INT(cfg.cost.state, DEV_COST_IDLE);
+	CHECK(sc.retry_at >= now_ns() + INJ_REMEASURE_NS / 2);
+	/* and a measurement that completes starts the count again */
+	inj_sched_step(&sc, &st, &cfg, sc.retry_at, &wake);
+	CHECK_INT(cfg.cost.state, DEV_COST_MEASURING);
+	CHECK(!sc.retried);
+}
+
 /* Attached at cuInit, the job launches only once its context is up, 400 ms later (an
  * H100's): the measurement's time runs from the first launch, and it completes. */
 TEST(measurement_waits_for_the_first_launch)
@@ -677,6 +715,7 @@ int main(int argc, char **argv)
 	RUN(launch_probes_state_matched);
 	RUN(measurement_waits_for_gpubpf);
 	RUN(idle_job_measured_again_later);
+	RUN(on_phase_with_no_call_measured_again_at_once);
 	RUN(measurement_waits_for_the_first_launch);
 	RUN(measurement_waits_for_steady_launches);
 	RUN(measurement_turns_activity_on_once);

@@ -206,6 +206,7 @@ struct inj_sched {
 	uint32_t cur;	   /* ring index + 1 of the window planned or open, 0 none */
 	uint64_t rng;	   /* xorshift state for the slots */
 	uint64_t retry_at; /* DEV_COST_IDLE: measure again from here */
+	bool retried;	   /* ... at once, after a measurement whose "on" phase timed too few */
 	/* the windows' period in gpubpf's (struct dev_config every), and a new one gpubpf
 	 * asked for, taken at EVERY_AT: a boundary of both, so no instant is in two windows'
 	 * periods or in none (every is a power of two) */
