@@ -138,8 +138,8 @@ static void measure_end(struct inj_sched *sc, struct inj_state *s, volatile stru
 		 * windows meanwhile would be counted with no correction for what CUPTI pushes
 		 * out of them (a launch-bound loop's estimate 30-45% low, 1 run in 15 on the
 		 * CUPTI model, its "on" phase timing no call for its 100 ms): at once, once. */
-		sc->retry_at = now + (t->phase >= 1 && n1 >= INJ_MEASURE_MIN && !sc->retried ? 0 : INJ_REMEASURE_NS);
 		sc->retried = t->phase >= 1 && n1 >= INJ_MEASURE_MIN && !sc->retried;
+		sc->retry_at = now + (sc->retried ? 0 : INJ_REMEASURE_NS);
 		return;
 	}
 	sc->retried = false;
