@@ -65,8 +65,8 @@ void cupti__launch_probes(void *c, int event);
  * as estimated from the measured costs; PARTS (may be NULL, else CUPTI_COST_PARTS):
  * [launches followed, window switches, the cost measurement, callbacks kept on to name
  * launch handles, the one-off part (CUPTI's set-up at attach, the measurement's
- * switches), that part in seconds]. 0 without windows. */
-#define CUPTI_COST_PARTS 6
+ * switches)]. 0 without windows. */
+#define CUPTI_COST_PARTS 5
 double cupti__overhead(struct cupti_tracer *c, double elapsed, double *parts);
 
 void cupti__stats(struct cupti_tracer *c, struct cupti_stats *out);

@@ -458,7 +458,6 @@ double cupti__overhead(struct cupti_tracer *c, double elapsed, double *parts)
 		parts[2] = elapsed > 0 ? calib / elapsed : 0;
 		parts[3] = elapsed > 0 ? naming / elapsed : 0;
 		parts[4] = elapsed > 0 ? fixed / elapsed : 0;
-		parts[5] = fixed;
 	}
 	return elapsed > 0 ? (launches + sw + calib + naming + fixed) / elapsed : 0;
 }
@@ -515,7 +514,7 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 		    act / n / 1e3, probes[DEV_PROBES_OUT], probes[DEV_PROBES_IN], probes[DEV_PROBES_MIXED], n,
 		    cb / n / 1e3, DEV_CB_DISPATCH_S * 1e6, (base - cb) / n / 1e3, 100 * total, c->followed, c->windows,
 		    100 * parts[0], 100 * parts[1], c->windows ? (double)c->switch_ns / c->windows / 1e6 : 0,
-		    100 * parts[2], c->naming_ticks, 100 * parts[3], 100 * parts[4], 1e3 * parts[5]);
+		    100 * parts[2], c->naming_ticks, 100 * parts[3], 100 * parts[4], 1e3 * parts[4] * elapsed);
 	}
 	est_group_total(&c->est, 0, &k);
 	est_group_total(&c->est, 1, &t);
