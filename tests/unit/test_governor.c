@@ -246,6 +246,58 @@ TEST(device_group_every)
 	CHECK_INT(g.g[1].every, GOV_EVERY_MAX);
 }
 
+/* What device time spends once (CUPTI's set-up at attach, its cost measurement: tens of
+ * milliseconds) is a debt: each plan keeps back what repays it within a period, at most
+ * half of the budget left after CPU sampling, and the windows get the rest until it is
+ * repaid. The planned overhead counts what is kept back, and stays the budget. */
+TEST(one_off_cost_repaid_from_the_budget)
+{
+	struct governor g = gov();
+	double left = 0.01 - 0.0005, full;
+
+	g.ngroups = 1;
+	governor__observe(&g, 0, 0.5, 0.5, 100000, 1);
+	governor__plan(&g);
+	full = g.g[0].duty;
+	CHECK(NEAR(full, left / 0.5, 1e-9));
+	CHECK(g.repay == 0);
+	/* 4 ms: repaid within one period, from less than half of what is left */
+	governor__spent_once(&g, 0.004);
+	governor__plan(&g);
+	CHECK(NEAR(g.repay, 0.004, 1e-12));
+	CHECK(NEAR(g.g[0].duty, (left - 0.004) / 0.5, 1e-9));
+	CHECK(NEAR(governor__overhead(&g), 0.01, 1e-9));
+	governor__repay(&g, g.period);
+	CHECK(NEAR(governor__debt(&g), 0, 1e-12));
+	governor__plan(&g);
+	CHECK(g.repay == 0);
+	CHECK(NEAR(g.g[0].duty, full, 1e-12));
+	/* 100 ms more: half of what is left each period, 21 periods and a bit */
+	governor__spent_once(&g, 0.104);
+	int periods = 0;
+	for (; governor__debt(&g) > 0 && periods < 100; periods++) {
+		governor__plan(&g);
+		CHECK(g.repay <= left / 2 + 1e-12);
+		CHECK(NEAR(g.g[0].duty, (left - g.repay) / 0.5, 1e-9));
+		CHECK(NEAR(governor__overhead(&g), 0.01, 1e-9));
+		governor__repay(&g, g.period);
+	}
+	CHECK_INT(periods, 22);
+	CHECK(NEAR(g.repaid, 0.104, 1e-12));
+	governor__plan(&g);
+	CHECK(NEAR(g.g[0].duty, full, 1e-12));
+	/* an estimate that shrinks (calls counted while a window was open) owes nothing more,
+	 * and what was repaid stays repaid */
+	governor__spent_once(&g, 0.1);
+	CHECK(governor__debt(&g) == 0);
+	governor__spent_once(&g, 0.105);
+	CHECK(NEAR(governor__debt(&g), 0.001, 1e-12));
+	/* --exact keeps nothing back: it has no budget */
+	g.exact = true;
+	governor__plan(&g);
+	CHECK(g.repay == 0);
+}
+
 int main(int argc, char **argv)
 {
 	T_BEGIN(argv);
@@ -260,5 +312,6 @@ int main(int argc, char **argv)
 	RUN(guard_and_saturation);
 	RUN(device_group_fixed_cost);
 	RUN(device_group_every);
+	RUN(one_off_cost_repaid_from_the_budget);
 	return T_END();
 }

@@ -275,6 +275,8 @@ static void read_target(struct cupti_tracer *c, struct cpt_wtarget *t)
 	}
 }
 
+static double once_costs(struct cupti_tracer *c, double part[3]);
+
 void cpt_win_tick(struct cupti_tracer *c)
 {
 	double worst = 0, fixed = 0;
@@ -307,6 +309,12 @@ void cpt_win_tick(struct cupti_tracer *c)
 	 * vary several times over where the launching threads take the CPUs) */
 	if (c->windows)
 		fixed = fmax(fixed, (double)c->switch_ns / 1e9 / (double)c->windows);
+	/* what was spent once, repaid from the budget before the windows take it all */
+	{
+		double part[3];
+
+		windows__set_once(c->win, once_costs(c, part));
+	}
 	if (measured)
 		windows__set_device(c->win, worst, fixed);
 	windows__governor(c->win, &g);
@@ -417,9 +425,42 @@ static double naming_calls(struct cupti_tracer *c, const struct cpt_wtarget *t)
 	return n > 0 ? n : 0;
 }
 
+/* What T's library spent once, in seconds of its launching threads' time: CUPTI's set-up
+ * at attach and the measurement's switches (ONE), the measurement's calls (half of them
+ * with activity, all with callbacks: MEASURE), and the calls its callbacks saw outside
+ * windows (the measurement's warm-up, the ticks that named launch handles: NAMING), at the
+ * library's own time in them and CUPTI's dispatch to them, which is in neither half of the
+ * measurement and is taken as the H100's. The last two once its cost is measured. */
+static void once_parts(struct cupti_tracer *c, const struct cpt_wtarget *t, double part[3])
+{
+	const struct dev_costs *k = &t->cost;
+	double cb = (double)k->callback_ns / 1e9 + DEV_CB_DISPATCH_S;
+
+	part[0] += (double)k->fixed_us / 1e6;
+	if (k->state != DEV_COST_DONE)
+		return;
+	part[1] += k->calls * (cb + (k->on_ns > k->off_ns ? (double)(k->on_ns - k->off_ns) / 2e9 : 0));
+	part[2] += naming_calls(c, t) * cb;
+}
+
+/* All that every library spent once (seconds): repaid from the budget (the governor's
+ * debt), and in the estimated overhead. */
+static double once_costs(struct cupti_tracer *c, double part[3])
+{
+	part[0] = part[1] = part[2] = 0;
+	hmap_for_each(&c->tab, e)
+	{
+		const struct cpt_wtarget *t = as_target(e);
+
+		if (t)
+			once_parts(c, t, part);
+	}
+	return part[0] + part[1] + part[2];
+}
+
 double cupti__overhead(struct cupti_tracer *c, double elapsed, double *parts)
 {
-	double cost = 0, launches = 0, calib = 0, naming = 0, fixed = 0, sw = (double)c->switch_ns / 1e9;
+	double cost = 0, launches = 0, once[3], sw = (double)c->switch_ns / 1e9;
 	int n = 0;
 
 	if (parts)
@@ -431,40 +472,28 @@ double cupti__overhead(struct cupti_tracer *c, double elapsed, double *parts)
 		struct cpt_wtarget *t = as_target(e);
 		double k, b;
 
-		if (!t)
-			continue;
-		/* spent once, whatever came after: CUPTI's set-up at attach, the measurement's
-		 * switches (reported, not governed: the budget is a share of a run whose length
-		 * is not known while it runs) */
-		fixed += (double)t->cost.fixed_us / 1e6;
-		if (!launch_cost(c, t, &k, &b))
-			continue;
-		cost += k;
-		n++;
-		/* the measurement: half its calls with activity, all with callbacks */
-		calib +=
-		    t->cost.calls * ((double)t->cost.callback_ns / 1e9 + DEV_CB_DISPATCH_S +
-				     (t->cost.on_ns > t->cost.off_ns ? (t->cost.on_ns - t->cost.off_ns) / 2e9 : 0));
-		/* callbacks alone (its warm-up's calls, and those that named launch handles), at
-		 * the library's own time in them and CUPTI's dispatch to them, which is in
-		 * neither half of the measurement and is taken as the H100's */
-		naming += naming_calls(c, t) * ((double)t->cost.callback_ns / 1e9 + DEV_CB_DISPATCH_S);
+		if (t && launch_cost(c, t, &k, &b)) {
+			cost += k;
+			n++;
+		}
 	}
+	once_costs(c, once);
 	if (n)
 		launches = (double)c->followed * cost / n;
-	if (parts) {
-		parts[0] = elapsed > 0 ? launches / elapsed : 0;
-		parts[1] = elapsed > 0 ? sw / elapsed : 0;
-		parts[2] = elapsed > 0 ? calib / elapsed : 0;
-		parts[3] = elapsed > 0 ? naming / elapsed : 0;
-		parts[4] = elapsed > 0 ? fixed / elapsed : 0;
+	if (parts && elapsed > 0) {
+		parts[0] = launches / elapsed;
+		parts[1] = sw / elapsed;
+		parts[2] = once[1] / elapsed;
+		parts[3] = once[2] / elapsed;
+		parts[4] = once[0] / elapsed;
 	}
-	return elapsed > 0 ? (launches + sw + calib + naming + fixed) / elapsed : 0;
+	return elapsed > 0 ? (launches + sw + once[0] + once[1] + once[2]) / elapsed : 0;
 }
 
 void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 {
 	struct est_total k, t;
+	struct governor g;
 	double parts[CUPTI_COST_PARTS], total, act = 0, cb = 0, base = 0;
 	char e[32], lo[32], hi[32], seen[32], every[128] = "";
 	int n = 0, probes[3] = {0};
@@ -486,6 +515,7 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 		n++;
 	}
 	total = cupti__overhead(c, elapsed, parts);
+	windows__governor(c->win, &g);
 	if (c->every > 1)
 		snprintf(every, sizeof(every),
 			 " (one window in %u periods of %.3g s: a window's set-up costs that much)", c->every,
@@ -509,12 +539,15 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 		    "measurement %.3g%%, callbacks on outside windows (the measurement's warm-up, and in %" PRIu64
 		    " ticks to name new launch handles) %.3g%% (the library's time in them, and CUPTI's dispatch to "
 		    "them taken as the H100's 0.6 us), CUPTI's set-up at attach and the measurement's switches "
-		    "%.3g%% (%.3g ms, once), all launching threads together)",
+		    "%.3g%% (%.3g ms, once), all launching threads together; what was spent once, %.3g ms, is repaid "
+		    "from the budget: each period keeps back what repays it, at most half the budget, and %.3g ms "
+		    "were repaid by the end)",
 		    100 * c->duty, c->period * c->every, every, (act + cb) / n / 1e3 + DEV_CB_DISPATCH_S * 1e6,
 		    act / n / 1e3, probes[DEV_PROBES_OUT], probes[DEV_PROBES_IN], probes[DEV_PROBES_MIXED], n,
 		    cb / n / 1e3, DEV_CB_DISPATCH_S * 1e6, (base - cb) / n / 1e3, 100 * total, c->followed, c->windows,
 		    100 * parts[0], 100 * parts[1], c->windows ? (double)c->switch_ns / c->windows / 1e6 : 0,
-		    100 * parts[2], c->naming_ticks, 100 * parts[3], 100 * parts[4], 1e3 * parts[4] * elapsed);
+		    100 * parts[2], c->naming_ticks, 100 * parts[3], 100 * parts[4], 1e3 * parts[4] * elapsed,
+		    1e3 * g.once, 1e3 * fmin(g.repaid, g.once));
 	}
 	est_group_total(&c->est, 0, &k);
 	est_group_total(&c->est, 1, &t);

@@ -48,6 +48,9 @@ void governor__plan(struct governor *gv)
 
 	if (left < 0)
 		left = 0;
+	/* what was spent once: repaid within a period where half of what is left allows */
+	gv->repay = gv->exact || !(gv->period > 0) ? 0 : fmin(governor__debt(gv) / gv->period, left / 2);
+	left -= gv->repay;
 	for (int i = 0; i < gv->ngroups; i++) {
 		struct gov_group *g = &gv->g[i];
 
@@ -102,7 +105,7 @@ void governor__plan(struct governor *gv)
 
 double governor__overhead(const struct governor *gv)
 {
-	double sum = gv->cpu_cost;
+	double sum = gv->cpu_cost + gv->repay;
 
 	for (int i = 0; i < gv->ngroups; i++) {
 		const struct gov_group *g = &gv->g[i];
@@ -112,6 +115,23 @@ double governor__overhead(const struct governor *gv)
 			sum += fixed_cost(gv, g);
 	}
 	return sum;
+}
+
+void governor__spent_once(struct governor *gv, double secs)
+{
+	if (secs >= 0)
+		gv->once = secs;
+}
+
+void governor__repay(struct governor *gv, double dt)
+{
+	if (dt > 0 && gv->repay > 0)
+		gv->repaid = fmin(gv->repaid + gv->repay * dt, fmax(gv->once, gv->repaid));
+}
+
+double governor__debt(const struct governor *gv)
+{
+	return gv->once > gv->repaid ? gv->once - gv->repaid : 0;
 }
 
 static double smooth(bool measured, double old, double r)

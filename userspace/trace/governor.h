@@ -22,6 +22,10 @@
  * window open). The budget left after CPU sampling is filled like water:
  * groups whose full cost fits get d = 1 (rare ones: syncs, allocations), the rest share
  * what remains equally, never below min_duty (every call site must still show up).
+ * What is spent once (device time's set-up of CUPTI at attach, its cost measurement, its
+ * callbacks on between windows to name launch handles: milliseconds, at the start of a
+ * session) is a debt: each plan keeps back what repays it within a period, at most half
+ * the budget left after CPU sampling, until it is repaid.
  * Pure arithmetic, no I/O: unit-tested. */
 #ifndef GPUBPF_GOVERNOR_H
 #define GPUBPF_GOVERNOR_H
@@ -61,6 +65,9 @@ struct governor {
 	double min_duty;     /* floor for hot groups */
 	double min_slot;     /* seconds: the shortest window worth opening */
 	bool exact;	     /* every group always attached */
+	double once;	     /* seconds of a thread's time spent once so far (governor__spent_once) */
+	double repaid;	     /* ... of it repaid so far (governor__repay) */
+	double repay;	     /* out: the fraction of each period kept back to repay once - repaid */
 	int ngroups;
 	struct gov_group g[GOV_MAX_GROUPS];
 };
@@ -68,8 +75,19 @@ struct governor {
 /* Fill every g[i].duty from the measured costs. */
 void governor__plan(struct governor *gv);
 
-/* Planned cost to the busiest thread at the planned duties (a fraction). */
+/* Planned cost to the busiest thread at the planned duties, with what is kept back to
+ * repay what was spent once (a fraction). */
 double governor__overhead(const struct governor *gv);
+
+/* What was spent once comes to SECS of a thread's time so far, all of it (a figure that
+ * grows, or shrinks where it was overestimated: what was repaid is kept). */
+void governor__spent_once(struct governor *gv, double secs);
+
+/* DT seconds ran at the last plan: what it kept back repays what was spent once. */
+void governor__repay(struct governor *gv, double dt);
+
+/* Seconds spent once and not yet repaid. */
+double governor__debt(const struct governor *gv);
 
 /* What one window of a group costs a thread besides its hits: opening and closing it
  * and its first hit (seconds). */

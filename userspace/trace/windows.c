@@ -363,6 +363,7 @@ static void new_period(struct windows *w)
 {
 	w->pi++;
 	pthread_mutex_lock(&w->lock);
+	governor__repay(w->gv, w->period);
 	governor__plan(w->gv);
 	pthread_mutex_unlock(&w->lock);
 	for (int g = 0; g < CG__COUNT; g++) {
@@ -529,6 +530,16 @@ void windows__set_device(struct windows *w, double util, double fixed)
 		g->measured = true;
 		g->util = g->util_all = util;
 		g->fixed = fixed;
+		governor__plan(w->gv);
+	}
+	pthread_mutex_unlock(&w->lock);
+}
+
+void windows__set_once(struct windows *w, double secs)
+{
+	pthread_mutex_lock(&w->lock);
+	if (secs != w->gv->once) {
+		governor__spent_once(w->gv, secs);
 		governor__plan(w->gv);
 	}
 	pthread_mutex_unlock(&w->lock);

@@ -72,6 +72,11 @@ void windows__no_estimates(struct windows *w);
  * period on. */
 void windows__set_device(struct windows *w, double util, double fixed);
 
+/* What device time spent once comes to so far: SECS of a thread's time (its set-up at
+ * attach, its cost measurement, its callbacks on between windows), repaid from the budget
+ * of the next periods (governor__spent_once). */
+void windows__set_once(struct windows *w, double secs);
+
 /* A CPU sample costs SAMPLE seconds (calibrated, and its program as timed in the job):
  * CPU sampling takes FREQ times that; planned from the next period on. */
 void windows__set_cpu(struct windows *w, double sample, double freq);
