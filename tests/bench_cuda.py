@@ -12,7 +12,11 @@
 1r. replay: the real two-thread PyTorch timeline (tests/fixtures/gpu, H100) as a closed
    loop (each call after the previous one's real duration), its active part 4 times.
 Each row prints gpubpf's own estimate of its overhead (the summary's "overhead ~X%",
-medians of the runs) beside the slowdown measured: "estimated X%, measured Y%".
+medians of the runs) beside the slowdown measured: "estimated X%, measured Y%". gpubpf's
+X is a share of its recording; the slowdown is of the part the job times (its loop: not
+its start, nor the 1.5 s the producer sleeps after its loop for gpubpf to drain), where
+the cost is spent: X is taken over that part (X times the recording's seconds over the
+part's), and the recording's share is printed beside it.
 2. mixed: the CUDA demo workload (runtime_wl_shared: launches, copies, syncs, allocations)
    held at its start gate, gpubpf attached with -p, released; timed from release to exit.
 3. gpubpf's own CPU time and peak RSS over a 30 s recording of workload 1.
@@ -56,7 +60,20 @@ def parse_est(err):
         return None
     x = float(m.group(1))
     lo, hi = (float(m.group(2)), float(m.group(3))) if m.group(2) else (x, x)
-    return x, lo, hi, float(m.group(4)) if m.group(4) else x
+    el = re.search(r"gpubpf: wrote .*?, ([0-9.]+) s[,)]", err)
+    return x, lo, hi, float(m.group(4)) if m.group(4) else x, float(el.group(1)) if el else None
+
+
+def on_span(e, span):
+    """gpubpf's estimate is a share of its recording (E[4] seconds); the slowdown measured
+    is of the part of it the job times (SPAN seconds: its loop, not its start or the 1.5 s
+    the producer sleeps after its loop for gpubpf to drain), where every part of the cost
+    is spent. Like for like: the estimate's seconds over SPAN (the recording's share is
+    kept as E[5])."""
+    if e is None or not e[4] or not span or span <= 0:
+        return e
+    f = max(e[4] / span, 1.0)
+    return e[0] * f, e[1] * f, e[2] * f, e[3] * f, e[4], e[0]
 
 
 def fmt_est(e):
@@ -82,11 +99,18 @@ def est_text(ests):
         return s, 100 * s / (1 - s)
 
     (s, mid), (_, lo), (_, hi), (t, _) = slowdown(0), slowdown(1), slowdown(2), slowdown(3)
+    rec = [e for e in ests if len(e) > 5]
+    if rec:
+        share = statistics.median(e[5] for e in rec)
+        secs = statistics.median(e[4] for e in rec)
+        over = f"over the job's timed part; {share:.2g}% of gpubpf's {secs:.3g} s recording, "
+    else:
+        over = ""
     if t > s:
-        return (f"estimated {mid:.2g}% ({lo:.2g}-{hi:.2g}%: the job's share of the thread's {100 * t:.2g}%, "
-                f"a device set the pace)")
+        return (f"estimated {mid:.2g}% ({over}{lo:.2g}-{hi:.2g}%: the job's share of the thread's "
+                f"{100 * t:.2g}%, a device set the pace)")
     span = f", {lo:.2g}-{hi:.2g}% with the traps' cost as uncertain as it is" if hi - lo > 0.1 * mid else ""
-    return f"estimated {mid:.2g}% ({100 * s:.2g}% of the thread's time{span})"
+    return f"estimated {mid:.2g}% ({over}{100 * s:.2g}% of the thread's time{span})"
 
 
 def noise_text(alone, under, rates=True):
@@ -114,7 +138,7 @@ def launch_heavy(out):
             alone.append(launch_rate(wl)[0])
             u, e = launch_rate([G, "record", *extra, "-o", out, "--", *wl])
             under.append(u)
-            ests.append(e)
+            ests.append(on_span(e, SECS))
         a, u = statistics.median(alone), statistics.median(under)
         print(f"   runs alone (M/s): {' '.join(f'{x / 1e6:.3f}' for x in alone)}; "
               f"with gpubpf: {' '.join(f'{x / 1e6:.3f}' for x in under)}; estimated overhead (%): "
@@ -139,7 +163,7 @@ def replay(out, model=None):
         alone.append(measure(wl, r"seconds=([0-9.]+)")[0])
         u, e = measure([G, "record", "-o", out, "--", *wl], r"seconds=([0-9.]+)")
         under.append(u)
-        ests.append(e)
+        ests.append(on_span(e, u))
     a, u = statistics.median(alone), statistics.median(under)
     print(f"   runs alone (s): {' '.join(f'{x:.3f}' for x in alone)}; with gpubpf: "
           f"{' '.join(f'{x:.3f}' for x in under)}; estimated overhead (%): "
@@ -181,7 +205,7 @@ def device_time(out):
             alone.append(float(re.search(pat, r.stdout).group(1)))
             u, e = measure([G, "record", *extra, "-o", out, "--", *wl], pat)
             under.append(u)
-            ests.append(e)
+            ests.append(on_span(e, SECS))
         a, u = statistics.median(alone), statistics.median(under)
         print(f"   runs alone (k/s): {' '.join(f'{x / 1e3:.1f}' for x in alone)}; "
               f"with gpubpf: {' '.join(f'{x / 1e3:.1f}' for x in under)}; estimated overhead (%): "
@@ -233,7 +257,7 @@ def mixed(out):
         alone.append(gated_run(wl, env, None)[0])
         u, e = gated_run(wl, env, out)
         under.append(u)
-        ests.append(e)
+        ests.append(on_span(e, u))
     a, u = statistics.median(alone), statistics.median(under)
     print(f"   runs alone: {' '.join(f'{x:.3f}' for x in alone)}; with gpubpf: {' '.join(f'{x:.3f}' for x in under)}")
     print(f"2. mixed (runtime_wl_shared, GPUBPF_WL_REPEAT={env['GPUBPF_WL_REPEAT']}, default mode, -p): "
@@ -280,4 +304,5 @@ def main():
         os.unlink(out)
 
 
-main()
+if __name__ == "__main__":
+    main()
