@@ -426,6 +426,15 @@ def check_cupti():
     result("13", "CUPTI's cost to a launch: none / subscribed / callbacks / activity / both (ns)",
            " / ".join("%.0f" % states.get(k, 0) for k in ("none", "subscribed", "callbacks", "activity", "both")),
            "measured", "INFO")
+    # CUPTI's own work to call back (subscribed, enter and exit), which no callback of the
+    # library can time: gpubpf takes 600 ns, 500-900 in its delay correction's range
+    # (userspace/trace/cupti_win.c, DEV_CB_DISPATCH_S); 640-1250 ns in four runs on an
+    # H100 before: a value off it biases every launch-bound device-time estimate (4% a
+    # 0.2 us where CUPTI doubles a launch; docs/BENCHMARKS.md, 2026-11-26)
+    disp = states.get("callbacks", 0) - states["none"]
+    result("13", "CUPTI's dispatch to callbacks (ns): callbacks - none",
+           "%.0f: %s gpubpf's 500-900 (it takes 600)" % (disp, "inside" if 500 <= disp <= 900 else "OUTSIDE"),
+           "measured", "INFO")
     result("13", "a launch after a window: CUPTI left subscribed (3 s) / finalized (ns)",
            "%.0f / %.0f (none: %.0f)" % (med(ser["after-off"]), med(ser["after-finalize"]), states["none"]),
            "measured", "INFO")
