@@ -9,16 +9,19 @@ trace and cmd; BPF skeletons (X.skel.h) from trace; the pprof protobuf
 (profile.pb-c.h) from out; the generated version.h (the Makefile's GPUBPF_VERSION) from out
 and cmd. userspace/inject/ is a library loaded into the target: it
 includes nothing of gpubpf's but bpf/cupti.h. A header named that is not in the tree is
-a failure too (a stale include would hide a layer).
+a failure too (a stale include would hide a layer). The repository's root tracks only the
+entry points (Makefile, README.md, .clang-format, .gitignore).
 
 Prints PASS/FAIL lines for tests/run.sh; exits 1 on any violation.
 """
 import os
 import re
+import subprocess
 import sys
 
 LAYERS = ["lib", "sym", "model", "out", "trace", "cmd"]
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+ROOT_FILES = {".clang-format", ".gitignore", "Makefile", "README.md"}
 INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
@@ -89,6 +92,21 @@ def main():
         print(f"FAIL layers:no-loose-files: userspace/ holds {' '.join(sorted(stray))}: put each in its layer")
     else:
         print("PASS layers:no-loose-files")
+    # the repository's root holds the entry points, nothing else: scratch output of a run
+    # by hand (profiles, logs) once went into a commit there
+    try:
+        tracked = subprocess.run(["git", "-C", ROOT, "ls-files"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        tracked = None
+    if tracked is None:
+        print("PASS layers:clean-root (not a git checkout: nothing to check)")
+    else:
+        root = sorted(f for f in tracked.splitlines() if "/" not in f and f not in ROOT_FILES)
+        if root:
+            fails += 1
+            print(f"FAIL layers:clean-root: tracked at the repository's root: {' '.join(root)}")
+        else:
+            print("PASS layers:clean-root")
     return 1 if fails else 0
 
 
