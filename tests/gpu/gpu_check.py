@@ -278,13 +278,16 @@ def device_windows(pb, what="", required=True):
     pr = re.search(r"gpu cost: .*launch probes alike: all out in (\d+), all in in (\d+), mixed in (\d+)", out)
     ev = re.search(r"gpu cost: .*one window in (\d+) periods", out)
     fx = re.search(r"gpu cost: .*CUPTI's set-up at attach and the measurement's switches [0-9.e+-]+% \(([0-9.e+-]+) ms", out)
+    rp = re.search(r"gpu cost: .*what was spent once, ([0-9.e+-]+) ms, is repaid from the budget.* and ([0-9.e+-]+) ms "
+                   r"were repaid by the end", out)
     result("13", what + "device time in windows: cost per launch measured in the job (CUPTI activity + probe, callbacks)",
            "+%s us (%s + %s) on a %s us launch (timed with the launch probes %s); duty %s%%; set-up+teardown "
-           "%s ms a window, 1 in %s periods; attach and measurement %s ms once; estimated overhead %s%%"
+           "%s ms a window, 1 in %s periods; attach and measurement %s ms once; spent once %s ms, %s repaid from "
+           "the budget; estimated overhead %s%%"
            % (cost.group(2), cost.group(3), cost.group(4), cost.group(5),
               "?" if not pr else "out" if pr.group(1) != "0" else "in" if pr.group(2) != "0" else "mixed",
               cost.group(1), sw.group(1) if sw else "?", ev.group(1) if ev else "1", fx.group(1) if fx else "?",
-              cost.group(6)),
+              rp.group(1) if rp else "?", rp.group(2) if rp else "?", cost.group(6)),
            "measured", "INFO")
     if est:
         result("13", what + "device time in windows: estimate", "%s, kernel time %s ms" % (est.group(1), est.group(2)),
