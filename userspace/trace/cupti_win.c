@@ -310,11 +310,7 @@ void cpt_win_tick(struct cupti_tracer *c)
 	if (c->windows)
 		fixed = fmax(fixed, (double)c->switch_ns / 1e9 / (double)c->windows);
 	/* what was spent once, repaid from the budget before the windows take it all */
-	{
-		double part[3];
-
-		windows__set_once(c->win, once_costs(c, part));
-	}
+	windows__set_once(c->win, once_costs(c, NULL));
 	if (measured)
 		windows__set_device(c->win, worst, fixed);
 	windows__governor(c->win, &g);
@@ -444,18 +440,21 @@ static void once_parts(struct cupti_tracer *c, const struct cpt_wtarget *t, doub
 }
 
 /* All that every library spent once (seconds): repaid from the budget (the governor's
- * debt), and in the estimated overhead. */
+ * debt), and in the estimated overhead. PART (may be NULL): once_parts' three. */
 static double once_costs(struct cupti_tracer *c, double part[3])
 {
-	part[0] = part[1] = part[2] = 0;
+	double p[3] = {0, 0, 0};
+
 	hmap_for_each(&c->tab, e)
 	{
 		const struct cpt_wtarget *t = as_target(e);
 
 		if (t)
-			once_parts(c, t, part);
+			once_parts(c, t, p);
 	}
-	return part[0] + part[1] + part[2];
+	if (part)
+		memcpy(part, p, sizeof(p));
+	return p[0] + p[1] + p[2];
 }
 
 double cupti__overhead(struct cupti_tracer *c, double elapsed, double *parts)
