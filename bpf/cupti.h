@@ -140,7 +140,9 @@ struct dev_run {
 /* One window as the library ran it, at ring[id % DEV_WIN_RING]. */
 struct dev_win {
 	__u32 id;	 /* 1, 2, ... per attach; 0: empty */
-	__u32 k;	 /* slots its period was cut into: observed with probability 1/k */
+	__u32 k;	 /* slots its period was cut into: observed with probability 1/k; times the
+			  * periods before it that had no window (the cost measured again), which it
+			  * stands in for */
 	__u64 period;	 /* its period: slot_open / period_ns */
 	__u64 slot_open; /* the slot drawn, CLOCK_MONOTONIC ns */
 	__u64 slot_close;
@@ -157,7 +159,7 @@ struct dev_win {
  * stack walk and Python frames as they cost in this job). */
 struct dev_costs {
 	__u32 state;	     /* DEV_COST_* */
-	__u32 calls;	     /* launch calls timed, both halves */
+	__u32 calls;	     /* launch calls timed, both halves, in all the measurements of this attach */
 	__u64 on_ns;	     /* a launch call with activity on and followed (mean of the faster half) */
 	__u64 off_ns;	     /* ... with activity off, callbacks on, not followed */
 	__u64 callback_ns;   /* the library's own callbacks, per launch call, in the "off" halves */
@@ -166,6 +168,8 @@ struct dev_costs {
 	__u32 probes;	     /* DEV_PROBES_*: the launch probes' state in the calls compared */
 	__u32 fixed_us;	     /* one-off: CUPTI's set-up at attach, and each measurement's switches
 			      * (set-up, finalize, set-up again), microseconds (0 from an older library) */
+	__u32 measures;	     /* measurements that ended DEV_COST_DONE this attach (calls: all of theirs) */
+	__u32 pad;
 };
 #define DEV_PROBES_OUT 0   /* all out */
 #define DEV_PROBES_IN 1	   /* all in */
@@ -182,7 +186,7 @@ struct dev_costs {
 /* The library's sampling settings, at the address status() passes; gpubpf writes the part
  * before `written` (process_vm_writev) while attached and reads the rest every tick. */
 #define DEV_CONFIG_MAGIC 0x67626366u /* "gbcf" */
-#define DEV_CONFIG_VERSION 4
+#define DEV_CONFIG_VERSION 5
 struct dev_config {
 	__u32 magic;
 	__u32 version;
@@ -199,13 +203,15 @@ struct dev_config {
 			     * switches so far times 4 plus DEV_PROBE_GEN_* (their state). The
 			     * cost measurement compares launch calls of one state, none that
 			     * spans a switch. */
+	__u32 remeasure_ms; /* DEV_MODE_WINDOWS: the cost is measured again this long after its
+			     * last measurement, after a window (0: once per attach) */
 	/* the library's part */
 	__u32 written;	/* end of gpubpf's part */
 	__u32 win_next; /* the id of the next window */
 	struct dev_costs cost;
 	struct dev_win win[DEV_WIN_RING];
 };
-#define DEV_CONFIG_GPUBPF_PART 40 /* offsetof(struct dev_config, written) */
+#define DEV_CONFIG_GPUBPF_PART 44 /* offsetof(struct dev_config, written) */
 
 /* BPF -> userspace ring buffer events (rare: names and status changes). */
 enum dev_event_type {

@@ -199,6 +199,7 @@ void inj_count_lost(struct inj_state *s, uint64_t n);
 #define INJ_RETRY_NS 1000000ull		   /* a switch not yet done is tried again after this */
 #define INJ_FOLLOWED_WAIT_NS 200000ull	   /* a window's end waits this long for its calls */
 #define INJ_LEAD_MAX_NS 100000000ull	   /* CUPTI set up at most this long ahead of a window */
+#define INJ_GAP_MAX 64			   /* periods with no window one window stands in for, at most */
 
 /* The schedule of windows: its state lives in CFG (the config gpubpf reads) and S. */
 struct inj_sched {
@@ -213,7 +214,12 @@ struct inj_sched {
 	uint32_t every, every_next;
 	uint64_t every_at;
 	uint64_t origin;	    /* the periods count from here (0: no window planned yet) */
+	uint64_t covered;	    /* the last period a window opened in, + 1 (0: none yet) */
 	uint64_t measure_switch_ns; /* the cost measurement's switches (set-up, teardown) */
+	/* a measurement again (dev_config.remeasure_ms): the figures it replaces, kept where
+	 * it times too few calls (the job idle meanwhile) */
+	bool again;
+	struct dev_costs last;
 };
 
 /* The watcher's step at NOW (CLOCK_MONOTONIC ns): the state activity and callbacks should
