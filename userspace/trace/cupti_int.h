@@ -17,6 +17,8 @@
 
 #define MAX_SCAN_PIDS 4096
 #define MAX_RANGES 32
+#define CPT_COSTS 3	     /* a library's last cost measurements whose median is taken */
+#define CPT_CONFIRM_MS 10000 /* ... measured again this soon at most where the last two differ */
 #define CPT_PROBE_TARGETS 64 /* libraries told of the launch probes' switches (more: not told) */
 #define LIB_NAME "libgpubpf_inject.so"
 
@@ -37,8 +39,14 @@ struct cpt_wtarget {
 	uint32_t tgid;
 	uint64_t addr; /* its struct dev_config; 0: gone */
 	uint32_t duty_ppm, written_ppm, written_names, written_every;
-	uint64_t followed; /* launches and copies followed in its closed windows */
+	uint32_t remeasure_ms, written_remeasure; /* cupti_win.c, remeasure_of */
+	uint64_t followed;			  /* launches and copies followed in its closed windows */
 	struct dev_costs cost;
+	/* its library's cost measurements (dev_costs.measures): the last CPT_COSTS of them,
+	 * whose median is the cost (cupti_win.c, measured), and c's range over all */
+	uint32_t measures, kept;
+	struct dev_costs costs[CPT_COSTS]; /* [kept % CPT_COSTS]: the next */
+	double c_lo, c_hi;
 	struct cpt_win win[DEV_WIN_RING];
 };
 
@@ -66,9 +74,10 @@ struct cupti_tracer {
 	/* device time in windows (cupti_win.c); win NULL: followed all the time */
 	struct windows *win;
 	double period, duty;
-	uint32_t every;	      /* the windows' period in periods (the governor's) */
-	uint64_t p0;	      /* the first period of the recording (CLOCK_MONOTONIC / period) */
-	struct est_group est; /* per period: kernels, kernel ns, copy ns */
+	uint32_t every;	       /* the windows' period in periods (the governor's) */
+	uint32_t remeasure_ms; /* dev_config.remeasure_ms: GPUBPF_DEVICE_REMEASURE */
+	uint64_t p0;	       /* the first period of the recording (CLOCK_MONOTONIC / period) */
+	struct est_group est;  /* per period: kernels, kernel ns, copy ns */
 	uint64_t windows, followed, switch_ns, open_ns;
 	uint64_t unweighted;			       /* records of a window whose books were gone: counted once */
 	uint64_t measured_recs;			       /* records of the cost measurement's launches: counted once */

@@ -31,6 +31,7 @@
 #include "cuda.h"
 #include "cupti.h"
 #include "cupti.skel.h"
+#include "envnum.h"
 #include "hmap.h"
 #include "log.h"
 #include "numfmt.h"
@@ -98,6 +99,7 @@ static int write_part(struct cupti_tracer *c, struct cpt_wtarget *t)
 	cur.mode = c->win ? DEV_MODE_WINDOWS : DEV_MODE_ALWAYS;
 	cur.duty_ppm = t->duty_ppm;
 	cur.every = c->every;
+	cur.remeasure_ms = t->remeasure_ms;
 	cur.seq++;
 	if (process_vm_writev((pid_t)t->tgid, &l, 1, &r, 1, 0) != DEV_CONFIG_GPUBPF_PART) {
 		err = -errno;
@@ -107,6 +109,7 @@ static int write_part(struct cupti_tracer *c, struct cpt_wtarget *t)
 	t->written_ppm = t->duty_ppm;
 	t->written_names = c->names_wanted;
 	t->written_every = c->every;
+	t->written_remeasure = t->remeasure_ms;
 out:
 	pthread_mutex_unlock(&c->probe_lock);
 	return err;
@@ -181,6 +184,8 @@ void cpt_win_attached(struct cupti_tracer *c, uint32_t tgid, uint64_t addr)
 	probe_target(c, tgid, addr);
 	t->addr = addr;
 	t->written_ppm = UINT32_MAX;
+	t->measures = t->kept = 0; /* measured anew for this attach */
+	t->remeasure_ms = c->remeasure_ms;
 	write_part(c, t);
 }
 
@@ -196,18 +201,78 @@ void cpt_win_attached(struct cupti_tracer *c, uint32_t tgid, uint64_t addr)
 #define DEV_CB_DISPATCH_S 0.6e-6
 #define DEV_CB_DISPATCH_SPREAD_S 0.2e-6
 
-static bool launch_cost(const struct cupti_tracer *c, const struct cpt_wtarget *t, double *cost, double *base)
+/* c of measurement K (seconds): what activity added to a launch, and the callbacks: the
+ * library's time in them, timed, and CUPTI's dispatch to them, which both halves of the
+ * measurement had and the job between windows has not */
+static double cost_c(const struct dev_costs *k)
 {
-	const struct dev_costs *k = &t->cost;
-	double act, cb;
+	return (k->on_ns > k->off_ns ? (double)(k->on_ns - k->off_ns) / 1e9 : 0) + (double)k->callback_ns / 1e9 +
+	       DEV_CB_DISPATCH_S;
+}
 
-	if (k->state != DEV_COST_DONE)
+/* T's library measured its cost again (dev_costs.measures; GPUBPF_DEVICE_REMEASURE): kept. */
+static void note_measure(struct cpt_wtarget *t)
+{
+	double k = cost_c(&t->cost);
+
+	if (t->cost.measures < t->measures)
+		t->measures = t->kept = 0; /* attached again */
+	if (t->cost.state != DEV_COST_DONE || t->cost.measures == t->measures)
+		return;
+	t->c_lo = t->kept ? fmin(t->c_lo, k) : k;
+	t->c_hi = t->kept ? fmax(t->c_hi, k) : k;
+	t->costs[t->kept++ % CPT_COSTS] = t->cost;
+	t->measures = t->cost.measures;
+}
+
+/* The measurement T's cost is taken from (NULL: none yet): the median by c of its last
+ * three, of two the later. One measurement times a few hundred calls, and one in several
+ * is off by a tenth (c 4.7-6.0 us run to run on the CUPTI model, the launching thread's
+ * CPUs shared): the median leaves it out, and follows a job whose launches changed after
+ * two. While the library measures again, its last figures stand. */
+static const struct dev_costs *measured(const struct cpt_wtarget *t)
+{
+	const struct dev_costs *v[CPT_COSTS];
+	uint32_t n = t->kept < CPT_COSTS ? t->kept : CPT_COSTS;
+
+	if (n < CPT_COSTS)
+		return n ? &t->costs[n - 1] : NULL;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t j = i;
+
+		for (; j > 0 && cost_c(v[j - 1]) > cost_c(&t->costs[i]); j--)
+			v[j] = v[j - 1];
+		v[j] = &t->costs[i];
+	}
+	return v[n / 2];
+}
+
+/* When T's library measures its cost again (dev_config.remeasure_ms): GPUBPF_DEVICE_REMEASURE
+ * after the last, sooner (a quarter of it, 10 s at most) where the last one's c is a tenth
+ * or more off the one before: the job changed, or one of the two is off, and the median
+ * takes the next one's side. */
+static uint32_t remeasure_of(const struct cupti_tracer *c, const struct cpt_wtarget *t)
+{
+	double last, before;
+
+	if (t->kept < 2)
+		return c->remeasure_ms;
+	last = cost_c(&t->costs[(t->kept - 1) % CPT_COSTS]);
+	before = cost_c(&t->costs[(t->kept - 2) % CPT_COSTS]);
+	if (fabs(last - before) < 0.1 * fmin(last, before))
+		return c->remeasure_ms;
+	return c->remeasure_ms / 4 < CPT_CONFIRM_MS ? c->remeasure_ms / 4 : CPT_CONFIRM_MS;
+}
+
+static bool launch_cost(const struct cpt_wtarget *t, double *cost, double *base)
+{
+	const struct dev_costs *k = measured(t);
+	double cb;
+
+	if (!k)
 		return false;
-	act = k->on_ns > k->off_ns ? (double)(k->on_ns - k->off_ns) / 1e9 : 0;
-	/* the callbacks: the library's time in them, timed, and CUPTI's dispatch to them,
-	 * which both halves of the measurement had and the job between windows has not */
 	cb = (double)k->callback_ns / 1e9 + DEV_CB_DISPATCH_S;
-	*cost = act + cb;
+	*cost = cost_c(k);
 	*base = fmax((double)k->off_ns / 1e9 - cb, 0.5e-6);
 	return true;
 }
@@ -239,6 +304,7 @@ static void read_target(struct cupti_tracer *c, struct cpt_wtarget *t)
 		return;
 	}
 	t->cost = cfg.cost;
+	note_measure(t);
 	/* the library drops the callbacks that name launch handles at its measurement's end
 	 * (they named all it launched): written again where this tick still wants them */
 	t->written_names = cfg.names_wanted;
@@ -294,7 +360,7 @@ void cpt_win_tick(struct cupti_tracer *c)
 		if (!t)
 			continue;
 		read_target(c, t);
-		if (!launch_cost(c, t, &cost, &base))
+		if (!launch_cost(t, &cost, &base))
 			continue;
 		/* the costliest target sets the duty: the busiest thread may be its. Where a
 		 * device sets the launches' pace, the wait hides CUPTI's cost and it measures
@@ -347,8 +413,9 @@ void cpt_win_tick(struct cupti_tracer *c)
 			continue;
 		/* each library plans its windows at its own measured cost's duty, once known */
 		t->duty_ppm = t->cost.state == DEV_COST_DONE || t->cost.state == DEV_COST_IDLE ? (ppm ? ppm : 1) : 0;
+		t->remeasure_ms = remeasure_of(c, t);
 		if (t->addr && (t->duty_ppm != t->written_ppm || c->names_wanted != t->written_names ||
-				c->every != t->written_every))
+				c->every != t->written_every || t->remeasure_ms != t->written_remeasure))
 			write_part(c, t);
 	}
 }
@@ -367,7 +434,7 @@ static struct est_delay run_delay(struct cupti_tracer *c, const struct cpt_wtarg
 	struct dev_run r;
 	double cost, base, span, gap;
 
-	if (!c->skel || !launch_cost(c, t, &cost, &base) ||
+	if (!c->skel || !launch_cost(t, &cost, &base) ||
 	    bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.dev_runs), &rk, &r) || r.run_n < 2 || r.last < r.run_start)
 		return none;
 	span = (double)(r.last - r.run_start) / 1e9;
@@ -422,20 +489,22 @@ static double naming_calls(struct cupti_tracer *c, const struct cpt_wtarget *t)
 }
 
 /* What T's library spent once, in seconds of its launching threads' time: CUPTI's set-up
- * at attach and the measurement's switches (ONE), the measurement's calls (half of them
- * with activity, all with callbacks: MEASURE), and the calls its callbacks saw outside
- * windows (the measurement's warm-up, the ticks that named launch handles: NAMING), at the
- * library's own time in them and CUPTI's dispatch to them, which is in neither half of the
- * measurement and is taken as the H100's. The last two once its cost is measured. */
+ * at attach and each measurement's switches (ONE), the measurements' timed calls (half of
+ * them with activity, all with callbacks: MEASURE), and the calls its callbacks saw
+ * outside windows (the measurements' warm-up and calls they did not time, the ticks that
+ * named launch handles: NAMING), at the library's own time in them and CUPTI's dispatch to
+ * them, which is in neither half of the measurement and is taken as the H100's. The last
+ * two once its cost is measured. */
 static void once_parts(struct cupti_tracer *c, const struct cpt_wtarget *t, double part[3])
 {
-	const struct dev_costs *k = &t->cost;
-	double cb = (double)k->callback_ns / 1e9 + DEV_CB_DISPATCH_S;
+	const struct dev_costs *k = measured(t);
+	double cb;
 
-	part[0] += (double)k->fixed_us / 1e6;
-	if (k->state != DEV_COST_DONE)
+	part[0] += (double)t->cost.fixed_us / 1e6;
+	if (!k)
 		return;
-	part[1] += k->calls * (cb + (k->on_ns > k->off_ns ? (double)(k->on_ns - k->off_ns) / 2e9 : 0));
+	cb = (double)k->callback_ns / 1e9 + DEV_CB_DISPATCH_S;
+	part[1] += t->cost.calls * (cb + (k->on_ns > k->off_ns ? (double)(k->on_ns - k->off_ns) / 2e9 : 0));
 	part[2] += naming_calls(c, t) * cb;
 }
 
@@ -471,7 +540,7 @@ double cupti__overhead(struct cupti_tracer *c, double elapsed, double *parts)
 		struct cpt_wtarget *t = as_target(e);
 		double k, b;
 
-		if (t && launch_cost(c, t, &k, &b)) {
+		if (t && launch_cost(t, &k, &b)) {
 			cost += k;
 			n++;
 		}
@@ -493,26 +562,36 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 {
 	struct est_total k, t;
 	struct governor g;
-	double parts[CUPTI_COST_PARTS], total, act = 0, cb = 0, base = 0;
-	char e[32], lo[32], hi[32], seen[32], every[128] = "";
+	double parts[CUPTI_COST_PARTS], total, act = 0, cb = 0, base = 0, c_lo = INFINITY, c_hi = 0;
+	char e[32], lo[32], hi[32], seen[32], every[128] = "", times[160];
 	int n = 0, probes[3] = {0};
+	uint32_t measures = 0;
 
 	if (!c->win)
 		return;
 	hmap_for_each(&c->tab, en)
 	{
 		const struct cpt_wtarget *w = as_target(en);
+		const struct dev_costs *m = w ? measured(w) : NULL;
 
-		if (!w)
+		if (!m)
 			continue;
-		if (w->cost.state != DEV_COST_DONE)
-			continue;
-		act += w->cost.on_ns > w->cost.off_ns ? (double)(w->cost.on_ns - w->cost.off_ns) : 0;
-		cb += (double)w->cost.callback_ns;
-		base += (double)w->cost.off_ns - DEV_CB_DISPATCH_S * 1e9;
-		probes[w->cost.probes <= DEV_PROBES_MIXED ? w->cost.probes : DEV_PROBES_MIXED]++;
+		act += m->on_ns > m->off_ns ? (double)(m->on_ns - m->off_ns) : 0;
+		cb += (double)m->callback_ns;
+		base += (double)m->off_ns - DEV_CB_DISPATCH_S * 1e9;
+		probes[m->probes <= DEV_PROBES_MIXED ? m->probes : DEV_PROBES_MIXED]++;
+		measures += w->measures;
+		c_lo = fmin(c_lo, w->c_lo);
+		c_hi = fmax(c_hi, w->c_hi);
 		n++;
 	}
+	if (measures > (uint32_t)n)
+		snprintf(times, sizeof(times),
+			 " %u times (at attach, then %.3g s after the last, once a window has closed; the median of "
+			 "the last %d taken, c %.2f-%.2f us over them all)",
+			 measures, c->remeasure_ms / 1e3, CPT_COSTS, c_lo * 1e6, c_hi * 1e6);
+	else
+		snprintf(times, sizeof(times), " at attach");
 	total = cupti__overhead(c, elapsed, parts);
 	windows__governor(c->win, &g);
 	if (c->every > 1)
@@ -529,20 +608,22 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 		    c->s->prof,
 		    "gpu cost: device time in windows of %.3g%% of each %.3g s period%s, sized for a thread that does "
 		    "nothing but launch: a launch costs %.2f us more with it (CUPTI's activity and the launch probe "
-		    "%.2f us, measured in the job by timing launch calls followed with activity on against calls with "
+		    "%.2f us, measured in the job%s by timing launch calls followed with activity on against calls "
+		    "with "
 		    "it off, those that met gpubpf's CPU launch probes alike: all out in %d, all in in %d, mixed in %d "
 		    "of %d targets; callbacks %.2f us timed in them and CUPTI's dispatch to them %.2f us, the H100's) "
 		    "against %.2f us without; estimated overhead %.3g%% "
 		    "(%" PRIu64 " launches followed in %" PRIu64
 		    " windows %.3g%%, their switches %.3g%% (CUPTI set up and torn down, %.3g ms a window), the "
-		    "measurement %.3g%%, callbacks on outside windows (the measurement's warm-up, and in %" PRIu64
+		    "measurement %.3g%%, callbacks on outside windows (the measurements' warm-up and calls they did "
+		    "not time, and in %" PRIu64
 		    " ticks to name new launch handles) %.3g%% (the library's time in them, and CUPTI's dispatch to "
 		    "them taken as the H100's 0.6 us), CUPTI's set-up at attach and the measurement's switches "
 		    "%.3g%% (%.3g ms, once), all launching threads together; what was spent once, %.3g ms, is repaid "
 		    "from the budget: each period keeps back what repays it, at most half the budget, and %.3g ms "
 		    "were repaid by the end)",
 		    100 * c->duty, c->period * c->every, every, (act + cb) / n / 1e3 + DEV_CB_DISPATCH_S * 1e6,
-		    act / n / 1e3, probes[DEV_PROBES_OUT], probes[DEV_PROBES_IN], probes[DEV_PROBES_MIXED], n,
+		    act / n / 1e3, times, probes[DEV_PROBES_OUT], probes[DEV_PROBES_IN], probes[DEV_PROBES_MIXED], n,
 		    cb / n / 1e3, DEV_CB_DISPATCH_S * 1e6, (base - cb) / n / 1e3, 100 * total, c->followed, c->windows,
 		    100 * parts[0], 100 * parts[1], c->windows ? (double)c->switch_ns / c->windows / 1e6 : 0,
 		    100 * parts[2], c->naming_ticks, 100 * parts[3], 100 * parts[4], 1e3 * parts[4] * elapsed,
@@ -597,6 +678,10 @@ void cupti__set_windows(struct cupti_tracer *c, struct windows *w, double period
 	c->every = 1;
 	c->p0 = mono_ns() / (uint64_t)llround(c->period * 1e9);
 	c->names_wanted = 1; /* what a library starts with; its measurement names all */
+	/* its cost measured again after this long (0: once per attach): an agent's job runs
+	 * for days, its launches change, and a measurement now and then costs a few tens of
+	 * milliseconds, repaid from the budget */
+	c->remeasure_ms = (uint32_t)lround(1000 * envnum__get("GPUBPF_DEVICE_REMEASURE", 0, 86400, 300));
 	c->named_tick = true;
 	/* every call in a window is followed */
 	if (w)
