@@ -10,7 +10,8 @@
 # a window's kernels are still queued when it closes). The launches are runtime calls with
 # the driver's inside them (callbacks for both), and in one case driver calls alone
 # (Triton's), and in one the driver call has a correlation id of its own, which the
-# kernel's record carries: the model aborts the job where the library breaks what a real
+# kernel's record carries, and in one activity's cost per launch rises as the job runs (the
+# cost is measured again, and followed): the model aborts the job where the library breaks what a real
 # CUPTI needs
 # kept (cuptiFinalize in a nested call's exit, CUPTI called while a finalize unwinds),
 # as a real one then breaks the job's heap (docs/DEVICE_TIME.md). Last, the real two-thread
@@ -31,14 +32,16 @@ fi
 # One run: kernels of KERNEL_NS for 4 s under a 5% budget in 0.1 s periods. The model's
 # set-up and teardown are 0.2 ms and 0.1 ms here, so that windows are many (make bench
 # runs the H100's).
-run_model() { # name kernel_ns [driver|replay|nested]
-	local job=("$PROD" model 4 "$2" "$MODEL") nested=0
+run_model() { # name kernel_ns [driver|replay|nested|changes]
+	local job=("$PROD" model 4 "$2" "$MODEL") nested=0 later="" again=300
 	case "${3:-}" in
 	driver) job+=(driver) ;;
 	replay) job=("$WL/cuda/replay" "$WL/cuda/train.calls" --cupti-model "$MODEL" --kernel-ns "$2") ;;
 	nested) nested=1 ;;
+	changes) later=1.5:4000 again=1 ;;
 	esac
 	CUPTI_MODEL_NESTED_IDS=$nested CUPTI_MODEL_SETUP_US=200 CUPTI_MODEL_FINALIZE_US=100 \
+		CUPTI_MODEL_DIRTY_LATER=$later GPUBPF_DEVICE_REMEASURE=$again \
 		GPUBPF_WINDOW_PERIOD=0.1 record_gpu "$1" --overhead-budget 5 -- "${job[@]}"
 }
 
@@ -94,6 +97,15 @@ verdict("interval-useful", half <= 60, f"+-{half:.0f}%")
 # estimate, within a few percent (+-3% in 6 runs). A window due while the last one's
 # records drained followed nothing (the library's backend left between states): -5% to
 # -11% then.
+# The job's launches change: 1.5 s in, activity costs them 4 us, not 1.5 us. Measured
+# again every second, the cost follows: the one taken is the later one's, 2.5 us dearer.
+if sys.argv[3] == "cost_changes":
+    again = re.search(r"measured in the job (\d+) times \(.*?c ([0-9.]+)-([0-9.]+) us over them all\)", raw)
+    took = re.search(r"a launch costs ([0-9.]+) us more with it", raw)
+    verdict("cost-measured-again", bool(again) and int(again[1]) >= 3 and float(again[3]) - float(again[2]) >= 2,
+            f"{again[1]} times, c {again[2]}-{again[3]} us" if again else "not measured again")
+    verdict("cost-follows-the-job", bool(again and took) and float(took[1]) >= float(again[2]) + 2,
+            f"{took[1]} us taken, c from {again[2]} us" if again and took else "no cost")
 if sys.argv[3] == "device_bound":
     verdict("device-bound-within-8pct", abs(k / t - 1) <= 0.08 if t else False, f"{100 * (k / t - 1):+.1f}%")
 print(f"# {t} launches, estimated {k:.0f} ({100 * (k / t - 1):+.1f}%), 95% CI +-{half:.0f}%; {recs} records of "
@@ -106,7 +118,7 @@ PY
 # the job leaves the budget room for a window every 4 periods or so (the interval then
 # +-71-78% with a CPU hog beside it): a miss, or so wide an interval, is run again once.
 for c in launch_bound:1000 device_bound:20000 driver_only:1000:driver nested_ids:1000:nested \
-	pytorch_replay:2000:replay; do
+	pytorch_replay:2000:replay cost_changes:1000:changes; do
 	IFS=: read -r name ns mode <<<"$c"
 	if ! run_model "$name" "$ns" "$mode"; then
 		broken=$(sed -n "s/^cupti model: CUPTI's contract broken: //p" "$TMP/$name.log")

@@ -37,7 +37,8 @@
  *   - 1024 launches can be queued: a launch waits for the kernel 1024 before it to end;
  *   - the first enable of kernel activity after a (re)start of CUPTI takes 10 ms (its
  *     set-up was 9-17 ms there), cuptiFinalize 3 ms (2-4 ms); CUPTI_MODEL_SETUP_US and
- *     CUPTI_MODEL_FINALIZE_US set others.
+ *     CUPTI_MODEL_FINALIZE_US set others; CUPTI_MODEL_DIRTY_LATER=SECONDS:NS makes activity
+ *     cost NS from SECONDS after the first launch on.
  * It is no GPU: kernels are times on the device clock, nothing runs. CUPTI_MODEL_DEBUG=1
  * counts the launches in each state at exit; =2 also says what each flush hands back. */
 #define _GNU_SOURCE
@@ -60,6 +61,9 @@
 /* set-up and teardown; CUPTI_MODEL_SETUP_US and CUPTI_MODEL_FINALIZE_US change them */
 static uint64_t setup_ns = 10000000ull, finalize_ns = 3000000ull;
 static bool nested_ids; /* CUPTI_MODEL_NESTED_IDS */
+/* CUPTI_MODEL_DIRTY_LATER=SECONDS:NS: activity costs a launch NS, not MODEL_DIRTY_NS, from
+ * SECONDS after the first launch on (a job whose launches change as it runs) */
+static uint64_t later_after_ns, later_dirty_ns, first_launch_ns;
 #define MODEL_QUEUE 1024
 /* CUPTI's clock runs this far ahead of CLOCK_MONOTONIC: a reader must convert */
 #define MODEL_CLOCK_AHEAD 5000000000ull
@@ -113,6 +117,15 @@ __attribute__((constructor)) static void model_settings(void)
 	if (f && *f)
 		finalize_ns = strtoull(f, NULL, 10) * 1000ull;
 	nested_ids = getenv("CUPTI_MODEL_NESTED_IDS") && strcmp(getenv("CUPTI_MODEL_NESTED_IDS"), "1") == 0;
+	if (getenv("CUPTI_MODEL_DIRTY_LATER")) {
+		double after = 0;
+		unsigned long long ns = 0;
+
+		if (sscanf(getenv("CUPTI_MODEL_DIRTY_LATER"), "%lf:%llu", &after, &ns) == 2 && after >= 0) {
+			later_after_ns = (uint64_t)(after * 1e9);
+			later_dirty_ns = ns;
+		}
+	}
 }
 
 static uint64_t mono_ns(void)
@@ -130,6 +143,15 @@ static void trace_call(const char *what, int arg)
 
 	if (d && strcmp(d, "2") == 0)
 		fprintf(stderr, "model: %.6f %s %d\n", (double)mono_ns() / 1e9, what, arg);
+}
+
+/* What activity adds to a launch made at NOW where it has been on (CUPTI_MODEL_DIRTY_LATER).
+ * Under mu, for every launch: the first one's time is kept. */
+static uint64_t dirty_cost(uint64_t now)
+{
+	if (!first_launch_ns)
+		first_launch_ns = now;
+	return later_dirty_ns && now - first_launch_ns >= later_after_ns ? later_dirty_ns : MODEL_DIRTY_NS;
 }
 
 static void spin_until(uint64_t t)
@@ -235,8 +257,7 @@ static void cu_launch(uint64_t kernel_ns, void (*driver)(void *f), uint32_t rt_c
 	}
 	cbt = mono_ns() - whole;
 	pthread_mutex_lock(&mu);
-	cost +=
-	    (subscribed ? MODEL_SUBSCRIBED_NS : 0) + (dirty ? MODEL_DIRTY_NS : 0) + (follow ? MODEL_CALLBACKS_NS : 0);
+	cost += dirty_cost(whole) * dirty + (subscribed ? MODEL_SUBSCRIBED_NS : 0) + (follow ? MODEL_CALLBACKS_NS : 0);
 	state = kernel_act ? ST_ACTIVITY : dirty ? ST_AFTER_ACTIVITY : subscribed ? ST_SUBSCRIBED : ST_NONE;
 	wait = queue_end[queue_head]; /* a full queue: the kernel MODEL_QUEUE launches back */
 	pthread_mutex_unlock(&mu);
