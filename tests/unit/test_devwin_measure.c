@@ -352,7 +352,6 @@ static void windows_until(uint32_t measures, uint64_t extra, uint64_t max_ns, ui
 
 	while (cfg.cost.measures < measures && now_ns() - t0 < max_ns) {
 		uint32_t was = cfg.cost.state;
-		uint64_t t = now_ns();
 		volatile struct dev_win *w;
 
 		for (int i = 0; i < 20; i++)
@@ -360,7 +359,9 @@ static void windows_until(uint32_t measures, uint64_t extra, uint64_t max_ns, ui
 		want = step_now();
 		w = sc.cur ? &cfg.win[sc.cur - 1] : NULL;
 		if (was == DEV_COST_DONE && cfg.cost.state == DEV_COST_MEASURING) {
-			*bad += (w && !w->close) || st.win_id || t < done + (uint64_t)cfg.remeasure_ms * 1000000ull;
+			/* its start: the step's clock (cost.started) */
+			*bad += (w && !w->close) || st.win_id ||
+				cfg.cost.started < done + (uint64_t)cfg.remeasure_ms * 1000000ull;
 			*closed_then = closed;
 		}
 		if (cfg.cost.state == DEV_COST_DONE)

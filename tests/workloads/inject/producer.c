@@ -293,6 +293,9 @@ static double w_t0;
 static _Atomic uint32_t w_corr = 5000000;
 static double w_end;
 
+/* the first window's period (gpubpf's periods), kept while it is in the config's ring */
+static _Atomic uint64_t w_first_period = UINT64_MAX;
+
 /* One launch more in the current millisecond. */
 static void w_bucket_add(void)
 {
@@ -300,6 +303,8 @@ static void w_bucket_add(void)
 
 	if (b >= 0 && b < W_BUCKETS)
 		atomic_fetch_add(&w_bucket[b], 1);
+	if (w_first_period == UINT64_MAX && gpubpf_inject_config.win[1].id == 1)
+		w_first_period = gpubpf_inject_config.win[1].period;
 }
 
 /* The truth: all launches, and those from the first window's period on (the windows
@@ -307,7 +312,8 @@ static void w_bucket_add(void)
 static void windowed_truth(uint64_t kernel_ns, double per_sec)
 {
 	const struct dev_win *first = &gpubpf_inject_config.win[1];
-	double from = first->id == 1 ? (double)first->period * gpubpf_inject_config.period_ms / 1e3 : 1e300;
+	uint64_t p = w_first_period != UINT64_MAX ? w_first_period : first->id == 1 ? first->period : UINT64_MAX;
+	double from = p != UINT64_MAX ? (double)p * gpubpf_inject_config.period_ms / 1e3 : 1e300;
 	uint64_t since = 0, all = w_launches;
 
 	for (int i = 0; i < W_BUCKETS; i++)
