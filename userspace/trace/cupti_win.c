@@ -223,6 +223,9 @@ static void note_measure(struct cpt_wtarget *t)
 	t->c_hi = t->kept ? fmax(t->c_hi, k) : k;
 	t->costs[t->kept++ % CPT_COSTS] = t->cost;
 	t->measures = t->cost.measures;
+	pr_debug("pid %u: cost measurement %u: c %.2f us (on %.2f, off %.2f, callbacks %.2f us, %u calls so far)",
+		 t->tgid, t->measures, k * 1e6, t->cost.on_ns / 1e3, t->cost.off_ns / 1e3, t->cost.callback_ns / 1e3,
+		 t->cost.calls);
 }
 
 /* The measurement T's cost is taken from (NULL: none yet): the median by c of its last
