@@ -402,6 +402,35 @@ def check_estimates():
                  "two launching threads")
 
 
+def check_remeasure():
+    """Issue 13: the cost per launch measured again every second (GPUBPF_DEVICE_REMEASURE=1;
+    300 s by default) on launch_loop: how far apart a real CUPTI's measurements of c fall in
+    one job, and the device-time estimate of its kernels (one a launch) with the windows
+    that stand in for the periods a measurement took, against the loop's own count."""
+    ll = os.path.join(WL, "launch_loop")
+    args = ["2000000"] if not SELFTEST else ["1000000", "--spin-us", "4"]
+    pb = os.path.join(OUT, "remeasure.pb.gz")
+    rc, out = run("remeasure", [GPUBPF, "record", "-o", pb, "--", ll] + args, env={"GPUBPF_DEVICE_REMEASURE": "1"})
+    truth = int(summary(out, "launch_loop").get("launches", 0)) if rc == 0 else 0
+    rc, rep = run("report-remeasure", [GPUBPF, "report", pb])
+    again = re.search(r"measured in the job (\d+) times \(.*?c ([0-9.]+)-([0-9.]+) us over them all\)", rep)
+    took = re.search(r"a launch costs ([0-9.]+) us more with it", rep)
+    est = re.search(r"gpu estimate: kernels ([0-9,]+), 95% CI ([0-9,]+)-([0-9,]+) ", rep)
+    if SELFTEST and "gpu cost:" not in rep:
+        return
+    if not (again and took and est and truth):
+        result("13", "device time, the cost measured again every second (launch_loop)",
+               "not measured again (%s)" % ("no gpu cost" if not took else "once" if not again else "no estimate"),
+               "measured again; truth in the CI", "FAIL")
+        return
+    num = lambda x: float(x.replace(",", ""))
+    k, lo, hi = num(est.group(1)), num(est.group(2)), num(est.group(3))
+    result("13", "device time, the cost measured again every second (launch_loop): c's spread, estimate",
+           "%s times, c %s-%s us, %s taken; kernels %d of %d (%+.1f%%), CI %d-%d"
+           % (again.group(1), again.group(2), again.group(3), took.group(1), k, truth, 100 * (k / truth - 1), lo, hi),
+           "truth in the CI", "PASS" if lo <= truth <= hi else "FAIL")
+
+
 def tp_pb(name, mode):
     """The profile a throughput run keeps (its last round's)."""
     return os.path.join(OUT, "tp-%s-%s.pb.gz" % (re.sub(r"\W+", "_", name), re.sub(r"\W+", "_", mode)))
@@ -585,6 +614,7 @@ def main():
         check_survives()
         check_programs()
         check_estimates()
+        check_remeasure()
         check_throughput()
         table()
         return 0
@@ -599,6 +629,7 @@ def main():
     check_pytorch()
     check_trace()
     check_estimates()
+    check_remeasure()
     check_throughput()
     table()
     return 1 if failed else 0
