@@ -17,6 +17,8 @@ static struct inj_state st;
 static struct dev_config cfg;
 static struct inj_sched sc;
 static int nlaunch, launch_win[4096];
+/* launches followed under the measurement's ids, all of them */
+static int n_measure, n_remeasure;
 
 static void rec_launch(uint32_t corr, uint32_t cbinfo, uint32_t win)
 {
@@ -25,6 +27,8 @@ static void rec_launch(uint32_t corr, uint32_t cbinfo, uint32_t win)
 	if (nlaunch < 4096)
 		launch_win[nlaunch] = (int)win;
 	nlaunch++;
+	n_measure += (win & ~DEV_WIN_NESTED) == DEV_WIN_MEASURE;
+	n_remeasure += (win & ~DEV_WIN_NESTED) == DEV_WIN_REMEASURE;
 }
 static void rec_batch(const struct dev_batch *b)
 {

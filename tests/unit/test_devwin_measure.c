@@ -373,7 +373,8 @@ static void windows_until(uint32_t measures, uint64_t extra, uint64_t max_ns, ui
 
 /* The job's launches get dearer with activity on as it runs (3 us at attach, 6 us later):
  * measured again remeasure_ms after the last, between windows, the cost follows it; the
- * calls of both are counted (gpubpf's one-off cost), and the windows go on after it. */
+ * calls of both are counted (gpubpf's one-off cost), its "on" launches are followed under
+ * DEV_WIN_REMEASURE, and the windows go on after it. */
 TEST(measured_again_between_windows_follows_the_job)
 {
 	uint32_t calls, closed = 0;
@@ -387,6 +388,7 @@ TEST(measured_again_between_windows_follows_the_job)
 	calls = cfg.cost.calls;
 	cfg.duty_ppm = 100000;
 	cfg.remeasure_ms = 300;
+	n_measure = n_remeasure = 0;
 	windows_until(2, 6000, 5000000000ull, &closed, &bad);
 	CHECK_INT(bad, 0);
 	CHECK(closed >= 1);
@@ -396,6 +398,10 @@ TEST(measured_again_between_windows_follows_the_job)
 	       (unsigned long long)cfg.cost.off_ns);
 	CHECK(cfg.cost.on_ns > cfg.cost.off_ns + 5000 && cfg.cost.on_ns < cfg.cost.off_ns + 7000);
 	CHECK(cfg.cost.calls >= calls + 2 * INJ_MEASURE_MIN);
+	/* its "on" launches followed as a window's, under DEV_WIN_REMEASURE: the windows'
+	 * periods cover that time, and gpubpf does not count their records again */
+	CHECK_INT(n_measure, 0);
+	CHECK(n_remeasure > 0);
 	/* windows again, within two periods */
 	for (uint64_t t0 = now_ns(); !st.win_id && now_ns() - t0 < 250000000ull;)
 		step_now();

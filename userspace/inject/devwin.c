@@ -196,6 +196,7 @@ static void measure_start(struct inj_sched *sc, struct inj_state *s, volatile st
 		t->first = now - INJ_MEASURE_WARMUP_NS;
 		t->probes0 = cfg->probe_gen;
 	}
+	__atomic_store_n(&t->again, sc->again, __ATOMIC_RELAXED);
 	cfg->cost.started = now;
 	cfg->cost.done = 0;
 	cfg->cost.state = DEV_COST_MEASURING;

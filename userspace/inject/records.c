@@ -288,7 +288,8 @@ void inj_api_enter(struct inj_state *s, uint64_t t_cb, enum inj_api_class cls, u
 	 * cost is measured). Else 1 in every_n while the window is open. */
 	tls_win = __atomic_load_n(&s->win_id, __ATOMIC_ACQUIRE);
 	if (tls_t0 && tls_act)
-		tls_win = DEV_WIN_MEASURE; /* followed as in a window, so its cost is timed too */
+		/* followed as in a window, so its cost is timed too */
+		tls_win = __atomic_load_n(&s->timing.again, __ATOMIC_RELAXED) ? DEV_WIN_REMEASURE : DEV_WIN_MEASURE;
 	if (s->windowed)
 		tls_sampled = corr && tls_win;
 	else

@@ -98,6 +98,12 @@ static int add_dev_sample(struct cupti_tracer *c, const struct dev_key *k, const
 	/* The cost measurement's launches: every one in its "on" phase was followed, at the
 	 * start of the job's launches, where a short job's are; counted once, as what they
 	 * are (the windows' periods come after it), not in the windows' books. */
+	/* Measured again mid-run: the windows' periods (one standing in for those it took)
+	 * estimate that time already; counted again, its launches would be twice in it. */
+	if (k->window == DEV_WIN_REMEASURE) {
+		c->remeasured_recs += v->count;
+		return 0;
+	}
 	if (k->window == DEV_WIN_MEASURE) {
 		c->measured_recs += v->count;
 		if (k->kind == DEV_KERNEL) {
@@ -359,11 +365,12 @@ int cupti__add_comments(struct cupti_tracer *c, double elapsed)
 		    " launches and copies followed in %" PRIu64 " windows; each record counts 1/p of its window in "
 		    "gpu_kernel_time and gpu_memcpy_time (estimates of the whole recording); %" PRIu64
 		    " records of a window whose books were gone counted once, %" PRIu64
-		    " of the cost measurement's launches counted once (%.3f ms), %" PRIu64 " lost, %" PRIu64
-		    " without a launch stack, %" PRIu64 " invalid",
+		    " of the cost measurement's launches counted once (%.3f ms), %" PRIu64
+		    " of its measurements again not counted (the windows' periods cover them), %" PRIu64
+		    " lost, %" PRIu64 " without a launch stack, %" PRIu64 " invalid",
 		    st.attached, st.objects, st.kernels, (double)st.kernel_ns / 1e6, st.copies,
 		    (double)st.copy_ns / 1e6, c->followed, c->windows, c->unweighted, c->measured_recs,
-		    (double)c->measured_kernel_ns / 1e6, st.lost, st.unjoined, st.invalid);
+		    (double)c->measured_kernel_ns / 1e6, c->remeasured_recs, st.lost, st.unjoined, st.invalid);
 	}
 	if (st.max_rate)
 		snprintf(rate, sizeof(rate), "at most %u/s", st.max_rate);

@@ -79,8 +79,9 @@ struct cupti_tracer {
 	uint64_t p0;	       /* the first period of the recording (CLOCK_MONOTONIC / period) */
 	struct est_group est;  /* per period: kernels, kernel ns, copy ns */
 	uint64_t windows, followed, switch_ns, open_ns;
-	uint64_t unweighted;			       /* records of a window whose books were gone: counted once */
-	uint64_t measured_recs;			       /* records of the cost measurement's launches: counted once */
+	uint64_t unweighted;	  /* records of a window whose books were gone: counted once */
+	uint64_t measured_recs;	  /* records of the cost measurement's launches: counted once */
+	uint64_t remeasured_recs; /* ... of its measurements again: not counted (the windows cover them) */
 	uint64_t measured_kernels, measured_kernel_ns; /* ... its kernels */
 	uint32_t names_wanted;			       /* callbacks on between windows: launch handles to name */
 	bool named_tick;			       /* the last tick that drained launches named them all */
