@@ -97,17 +97,19 @@ verdict("interval-useful", half <= 60, f"+-{half:.0f}%")
 # estimate, within a few percent (+-3% in 6 runs). A window due while the last one's
 # records drained followed nothing (the library's backend left between states): -5% to
 # -11% then.
-# The job's launches change: 1 s in, activity costs them 4 us, not 1.5 us (6 s of them).
-# Measured again every second, the cost follows: the one taken is a later one's, 2.5 us
-# dearer (of two measurements the later; of three the median, after gpubpf asked for the
+# The job's launches change: 1 s in, activity costs them 4 us, not 1.5 us (6 s of them),
+# c 4.75 us before and 7.25 us after on the model. Measured again every second, the cost
+# follows: some measurement saw less than the new cost (the one at attach, before the
+# change, or one across it: under load the first one ends late), and the one taken is the
+# new one (of two measurements the later; of three the median, after gpubpf asked for the
 # third sooner, the last two apart).
 if sys.argv[3] == "cost_changes":
     again = re.search(r"measured in the job (\d+) times \(.*?c ([0-9.]+)-([0-9.]+) us over them all\)", raw)
     took = re.search(r"a launch costs ([0-9.]+) us more with it", raw)
-    verdict("cost-measured-again", bool(again) and int(again[1]) >= 3 and float(again[3]) - float(again[2]) >= 2,
+    verdict("cost-measured-again", bool(again) and int(again[1]) >= 3 and float(again[2]) <= 6 and float(again[3]) >= 6.5,
             f"{again[1]} times, c {again[2]}-{again[3]} us" if again else "not measured again")
-    verdict("cost-follows-the-job", bool(again and took) and float(took[1]) >= float(again[2]) + 2,
-            f"{took[1]} us taken, c from {again[2]} us" if again and took else "no cost")
+    verdict("cost-follows-the-job", bool(took) and float(took[1]) >= 6.5,
+            f"{took[1]} us taken, c {again[2]}-{again[3]} us" if again and took else "no cost")
 if sys.argv[3] == "device_bound":
     verdict("device-bound-within-8pct", abs(k / t - 1) <= 0.08 if t else False, f"{100 * (k / t - 1):+.1f}%")
 print(f"# {t} launches, estimated {k:.0f} ({100 * (k / t - 1):+.1f}%), 95% CI +-{half:.0f}%; {recs} records of "
@@ -118,7 +120,8 @@ PY
 
 # A 95% interval misses the truth one run in twenty by design, and a machine busy beside
 # the job leaves the budget room for a window every 4 periods or so (the interval then
-# +-71-78% with a CPU hog beside it): a miss, or so wide an interval, is run again once.
+# +-71-78% with a CPU hog beside it): a miss, or so wide an interval, is run again once;
+# so is cost_changes where a loaded machine put its measurements all after the change.
 for c in launch_bound:1000 device_bound:20000 driver_only:1000:driver nested_ids:1000:nested \
 	pytorch_replay:2000:replay cost_changes:1000:changes; do
 	IFS=: read -r name ns mode <<<"$c"
@@ -128,9 +131,11 @@ for c in launch_bound:1000 device_bound:20000 driver_only:1000:driver nested_ids
 		continue
 	fi
 	check_model "$name" >"$TMP/$name.verdicts"
-	if grep -q '^FAIL .*\(in-stated-interval\|interval-useful\)' "$TMP/$name.verdicts" &&
+	if grep -q '^FAIL .*\(in-stated-interval\|interval-useful\|cost-measured-again\|cost-follows-the-job\)' \
+		"$TMP/$name.verdicts" &&
 		run_model "$name" "$ns" "$mode"; then
-		sed -n 's/^FAIL \(.*\(in-stated-interval\|interval-useful\)\): /# first run: \1: /p' "$TMP/$name.verdicts"
+		sed -n 's/^FAIL \(.*\(in-stated-interval\|interval-useful\|cost-measured-again\|cost-follows-the-job\)\): /# first run: \1: /p' \
+			"$TMP/$name.verdicts"
 		check_model "$name" >"$TMP/$name.verdicts"
 	fi
 	cat "$TMP/$name.verdicts"
