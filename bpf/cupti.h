@@ -116,8 +116,8 @@ enum dev_status {
 /* launch()'s win while the cost is measured: the probe's cost is part of what is timed, and
  * these launches' records are not counted (no window's weight is theirs) */
 #define DEV_WIN_MEASURE 0x7fffffffu
-/* ... while it is measured again (dev_config.remeasure_ms): the windows' periods cover that
- * time already, and its records are not counted again */
+/* ... while it is measured again, or tried again after DEV_COST_IDLE, once the windows'
+ * periods have begun: they cover that time already, and its records are not counted again */
 #define DEV_WIN_REMEASURE 0x7ffffffeu
 
 /* A thread's launches in a device-time window (BPF, per (tgid, tid, window)): a thread

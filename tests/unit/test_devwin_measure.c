@@ -442,6 +442,27 @@ TEST(measured_again_while_idle_keeps_the_figures)
 	CHECK(cfg.cost.done > before.done); /* and the next time counts from here */
 	CHECK_INT(cfg.names_wanted, 0);
 }
+/* A measurement's "on" launches are counted once, as what they are, only before the
+ * windows' periods begin: at attach. Tried again after too few calls while the windows ran
+ * at the planned duty (DEV_COST_IDLE), it is inside their periods, whose estimates cover
+ * that time: its launches go under DEV_WIN_REMEASURE, not counted again. */
+TEST(measurement_inside_the_windows_periods_not_counted_again)
+{
+	uint64_t wake, t = 1000000000ull;
+
+	reset(100);
+	inj_sched_step(&sc, &st, &cfg, t, &wake);
+	CHECK_INT(cfg.cost.state, DEV_COST_MEASURING);
+	CHECK(!st.timing.again);
+	reset(100);
+	cfg.cost.state = DEV_COST_IDLE;
+	sc.origin = t - 5 * 100000000ull; /* windows planned from 0.5 s ago */
+	inj_sched_step(&sc, &st, &cfg, t, &wake);
+	CHECK_INT(cfg.cost.state, DEV_COST_MEASURING);
+	CHECK(st.timing.again);
+	CHECK(!sc.again); /* not a measurement again: the warm-up is kept */
+}
+
 int main(int argc, char **argv)
 {
 	T_BEGIN(argv);
@@ -460,6 +481,7 @@ int main(int argc, char **argv)
 	RUN(idle_first_half_never_turns_activity_on);
 	RUN(measured_again_between_windows_follows_the_job);
 	RUN(measured_again_while_idle_keeps_the_figures);
+	RUN(measurement_inside_the_windows_periods_not_counted_again);
 	inj_state_fini(&st);
 	return T_END();
 }

@@ -196,7 +196,9 @@ static void measure_start(struct inj_sched *sc, struct inj_state *s, volatile st
 		t->first = now - INJ_MEASURE_WARMUP_NS;
 		t->probes0 = cfg->probe_gen;
 	}
-	__atomic_store_n(&t->again, sc->again, __ATOMIC_RELAXED);
+	/* inside the windows' periods (measured again, or tried again while the windows ran
+	 * at the planned duty: DEV_COST_IDLE), whose estimates cover its time already */
+	__atomic_store_n(&t->again, sc->again || sc->origin, __ATOMIC_RELAXED);
 	cfg->cost.started = now;
 	cfg->cost.done = 0;
 	cfg->cost.state = DEV_COST_MEASURING;

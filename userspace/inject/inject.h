@@ -80,7 +80,7 @@ enum { INJ_PROBES_OUT, INJ_PROBES_IN, INJ_PROBE_STATES };
  * watcher turns activity on and off. Written by launching threads with atomics. */
 struct inj_timing {
 	bool on;			 /* measuring */
-	bool again;			 /* ... again (DEV_WIN_REMEASURE) */
+	bool again;			 /* ... inside the windows' periods (DEV_WIN_REMEASURE) */
 	bool activity;			 /* activity is on now (the half a call falls in) */
 	uint8_t phase;			 /* 0: off, before; 1: on; 2: off again, after a finalize */
 	uint32_t off1[INJ_PROBE_STATES]; /* calls of n[0][p] kept in phase 0 */
