@@ -43,9 +43,10 @@ struct cpt_wtarget {
 	uint64_t followed;			  /* launches and copies followed in its closed windows */
 	struct dev_costs cost;
 	/* its library's cost measurements (dev_costs.measures): the last CPT_COSTS of them,
-	 * whose median is the cost (cupti_win.c, measured), and c's range over all */
+	 * whose median is the cost (cupti_win.c, take_median), and c's range over all */
 	uint32_t measures, kept;
 	struct dev_costs costs[CPT_COSTS]; /* [kept % CPT_COSTS]: the next */
+	const struct dev_costs *taken;	   /* the one the cost is taken from (NULL: none yet) */
 	double c_lo, c_hi;
 	struct cpt_win win[DEV_WIN_RING];
 };

@@ -185,6 +185,7 @@ void cpt_win_attached(struct cupti_tracer *c, uint32_t tgid, uint64_t addr)
 	t->addr = addr;
 	t->written_ppm = UINT32_MAX;
 	t->measures = t->kept = 0; /* measured anew for this attach */
+	t->taken = NULL;
 	t->remeasure_ms = c->remeasure_ms;
 	write_part(c, t);
 }
@@ -210,30 +211,12 @@ static double cost_c(const struct dev_costs *k)
 	       DEV_CB_DISPATCH_S;
 }
 
-/* T's library measured its cost again (dev_costs.measures; GPUBPF_DEVICE_REMEASURE): kept. */
-static void note_measure(struct cpt_wtarget *t)
-{
-	double k = cost_c(&t->cost);
-
-	if (t->cost.measures < t->measures)
-		t->measures = t->kept = 0; /* attached again */
-	if (t->cost.state != DEV_COST_DONE || t->cost.measures == t->measures)
-		return;
-	t->c_lo = t->kept ? fmin(t->c_lo, k) : k;
-	t->c_hi = t->kept ? fmax(t->c_hi, k) : k;
-	t->costs[t->kept++ % CPT_COSTS] = t->cost;
-	t->measures = t->cost.measures;
-	pr_debug("pid %u: cost measurement %u: c %.2f us (on %.2f, off %.2f, callbacks %.2f us, %u calls so far)",
-		 t->tgid, t->measures, k * 1e6, t->cost.on_ns / 1e3, t->cost.off_ns / 1e3, t->cost.callback_ns / 1e3,
-		 t->cost.calls);
-}
-
-/* The measurement T's cost is taken from (NULL: none yet): the median by c of its last
- * three, of two the later. One measurement times a few hundred calls, and one in several
- * is off by a tenth (c 4.7-6.0 us run to run on the CUPTI model, the launching thread's
- * CPUs shared): the median leaves it out, and follows a job whose launches changed after
- * two. While the library measures again, its last figures stand. */
-static const struct dev_costs *measured(const struct cpt_wtarget *t)
+/* The measurement T's cost is taken from, chosen when one comes: the median by c of its
+ * last three, of two the later. One measurement times a few hundred calls, and one in
+ * several is off by a tenth (c 4.7-6.0 us run to run on the CUPTI model, the launching
+ * thread's CPUs shared): the median leaves it out, and follows a job whose launches
+ * changed after two. While the library measures again, its last figures stand. */
+static const struct dev_costs *take_median(const struct cpt_wtarget *t)
 {
 	const struct dev_costs *v[CPT_COSTS];
 	uint32_t n = t->kept < CPT_COSTS ? t->kept : CPT_COSTS;
@@ -248,6 +231,28 @@ static const struct dev_costs *measured(const struct cpt_wtarget *t)
 		v[j] = &t->costs[i];
 	}
 	return v[n / 2];
+}
+
+/* T's library measured its cost again (dev_costs.measures; GPUBPF_DEVICE_REMEASURE): kept,
+ * and the one taken chosen anew. */
+static void note_measure(struct cpt_wtarget *t)
+{
+	double k = cost_c(&t->cost);
+
+	if (t->cost.measures < t->measures) {
+		t->measures = t->kept = 0; /* attached again */
+		t->taken = NULL;
+	}
+	if (t->cost.state != DEV_COST_DONE || t->cost.measures == t->measures)
+		return;
+	t->c_lo = t->kept ? fmin(t->c_lo, k) : k;
+	t->c_hi = t->kept ? fmax(t->c_hi, k) : k;
+	t->costs[t->kept++ % CPT_COSTS] = t->cost;
+	t->measures = t->cost.measures;
+	t->taken = take_median(t);
+	pr_debug("pid %u: cost measurement %u: c %.2f us (on %.2f, off %.2f, callbacks %.2f us, %u calls so far)",
+		 t->tgid, t->measures, k * 1e6, t->cost.on_ns / 1e3, t->cost.off_ns / 1e3, t->cost.callback_ns / 1e3,
+		 t->cost.calls);
 }
 
 /* When T's library measures its cost again (dev_config.remeasure_ms): GPUBPF_DEVICE_REMEASURE
@@ -269,7 +274,7 @@ static uint32_t remeasure_of(const struct cupti_tracer *c, const struct cpt_wtar
 
 static bool launch_cost(const struct cpt_wtarget *t, double *cost, double *base)
 {
-	const struct dev_costs *k = measured(t);
+	const struct dev_costs *k = t->taken;
 	double cb;
 
 	if (!k)
@@ -500,7 +505,7 @@ static double naming_calls(struct cupti_tracer *c, const struct cpt_wtarget *t)
  * two once its cost is measured. */
 static void once_parts(struct cupti_tracer *c, const struct cpt_wtarget *t, double part[3])
 {
-	const struct dev_costs *k = measured(t);
+	const struct dev_costs *k = t->taken;
 	double cb;
 
 	part[0] += (double)t->cost.fixed_us / 1e6;
@@ -575,7 +580,7 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 	hmap_for_each(&c->tab, en)
 	{
 		const struct cpt_wtarget *w = as_target(en);
-		const struct dev_costs *m = w ? measured(w) : NULL;
+		const struct dev_costs *m = w ? w->taken : NULL;
 
 		if (!m)
 			continue;
@@ -612,9 +617,9 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 		    "gpu cost: device time in windows of %.3g%% of each %.3g s period%s, sized for a thread that does "
 		    "nothing but launch: a launch costs %.2f us more with it (CUPTI's activity and the launch probe "
 		    "%.2f us, measured in the job%s by timing launch calls followed with activity on against calls "
-		    "with "
-		    "it off, those that met gpubpf's CPU launch probes alike: all out in %d, all in in %d, mixed in %d "
-		    "of %d targets; callbacks %.2f us timed in them and CUPTI's dispatch to them %.2f us, the H100's) "
+		    "with it off, those that met gpubpf's CPU launch probes alike: all out in %d, all in in %d, "
+		    "mixed in %d of %d targets; callbacks %.2f us timed in them and CUPTI's dispatch to them %.2f us, "
+		    "the H100's) "
 		    "against %.2f us without; estimated overhead %.3g%% "
 		    "(%" PRIu64 " launches followed in %" PRIu64
 		    " windows %.3g%%, their switches %.3g%% (CUPTI set up and torn down, %.3g ms a window), the "
