@@ -125,6 +125,7 @@ PY
 # the job leaves the budget room for a window every 4 periods or so (the interval then
 # +-71-78% with a CPU hog beside it): a miss, or so wide an interval, is run again once;
 # so is cost_changes where a loaded machine put its measurements all after the change.
+again='in-stated-interval\|interval-useful\|cost-measured-again\|cost-follows-the-job'
 for c in launch_bound:1000 device_bound:20000 driver_only:1000:driver nested_ids:1000:nested \
 	pytorch_replay:2000:replay cost_changes:1000:changes; do
 	IFS=: read -r name ns mode <<<"$c"
@@ -134,11 +135,8 @@ for c in launch_bound:1000 device_bound:20000 driver_only:1000:driver nested_ids
 		continue
 	fi
 	check_model "$name" >"$TMP/$name.verdicts"
-	if grep -q '^FAIL .*\(in-stated-interval\|interval-useful\|cost-measured-again\|cost-follows-the-job\)' \
-		"$TMP/$name.verdicts" &&
-		run_model "$name" "$ns" "$mode"; then
-		sed -n 's/^FAIL \(.*\(in-stated-interval\|interval-useful\|cost-measured-again\|cost-follows-the-job\)\): /# first run: \1: /p' \
-			"$TMP/$name.verdicts"
+	if grep -q "^FAIL .*\\($again\\)" "$TMP/$name.verdicts" && run_model "$name" "$ns" "$mode"; then
+		sed -n "s/^FAIL \\(.*\\($again\\)\\): /# first run: \\1: /p" "$TMP/$name.verdicts"
 		check_model "$name" >"$TMP/$name.verdicts"
 	fi
 	cat "$TMP/$name.verdicts"
