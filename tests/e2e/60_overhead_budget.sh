@@ -91,3 +91,18 @@ else
 	python3 -c "import sys; sys.exit(0 if float('$4') > 0 else 1)" && pass "cpu-sample-cost-measured" ||
 		fail "cpu-sample-cost-measured" "a CPU sample costs $4 us"
 fi
+
+# A budget below what gpubpf needs at the least (CPU sampling at 99 Hz alone is 0.1-0.2%
+# here, and each windowed group keeps 0.2% of every period): said while recording and in
+# the profile, and the plan stays at those floors (device time, whose window costs
+# milliseconds, came once a period where it should come as seldom as it can).
+"$GPUBPF" record --overhead-budget 0.01 -o "$TMP/low.pb.gz" -- "$WL/cuda/launch_loop" --seconds 2 \
+	>"$TMP/low.out" 2>"$TMP/low.err"
+cost=$(pprof -raw "$TMP/low.pb.gz" | sed -n 's/^Comment: cuda cost: //p')
+planned=$(echo "$cost" | sed -n 's/.*; planned \([0-9.e+-]*\)% (over the 0.01% budget, held up by its floors.*/\1/p')
+if grep -q 'warning: the overhead budget of 0.01% is below what gpubpf needs at the least: CPU sampling at 99 Hz' \
+	"$TMP/low.err" && [ -n "$planned" ] && python3 -c "import sys; sys.exit(0 if float('$planned') < 1 else 1)"; then
+	pass "budget-below-floors-said"
+else
+	fail "budget-below-floors-said" "planned '${planned}'; $(grep -v '^launch_loop' "$TMP/low.err"); $cost"
+fi

@@ -25,13 +25,15 @@ static double fixed_cost(const struct governor *gv, const struct gov_group *g)
 
 /* Periods per window for G within SHARE: a fixed cost of its own (device time's set-up
  * and teardown of CUPTI, milliseconds) at most half the share, when it can be; a power
- * of two. */
+ * of two. No share at all (CPU sampling took the budget): the fewest windows. */
 static int every_for(const struct governor *gv, const struct gov_group *g, double share)
 {
 	double m;
 
-	if (!(g->fixed > 0) || !(gv->period > 0) || !(share > 0))
+	if (!(g->fixed > 0) || !(gv->period > 0))
 		return 1;
+	if (!(share > 0))
+		return GOV_EVERY_MAX;
 	m = 2 * (g->fixed + g->closed) / (share * gv->period);
 	/* a power of two: the library changes it only where both periods begin */
 	for (int e = 1; e < GOV_EVERY_MAX; e *= 2)
@@ -46,6 +48,7 @@ void governor__plan(struct governor *gv)
 	bool done[GOV_MAX_GROUPS] = {false};
 	int open = 0;
 
+	gv->floored = left < 0;
 	if (left < 0)
 		left = 0;
 	/* what was spent once: repaid within a period where half of what is left allows */
@@ -97,6 +100,7 @@ void governor__plan(struct governor *gv)
 			g->every = every_for(gv, g, share);
 			d = (share - fixed_cost(gv, g)) / full_cost(gv, g);
 			g->duty = d < gv->min_duty ? gv->min_duty : (d > 1 ? 1 : d);
+			gv->floored |= d < gv->min_duty;
 			done[i] = true;
 		}
 		open = 0;

@@ -68,6 +68,8 @@ struct governor {
 	double once;	     /* seconds of a thread's time spent once so far (governor__spent_once) */
 	double repaid;	     /* ... of it repaid so far (governor__repay) */
 	double repay;	     /* out: the fraction of each period kept back to repay once - repaid */
+	bool floored;	     /* out: the plan is over the budget, held up by its floors (CPU
+			      * sampling alone over it, or a group at min_duty) */
 	int ngroups;
 	struct gov_group g[GOV_MAX_GROUPS];
 };

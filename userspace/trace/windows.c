@@ -359,12 +359,32 @@ static void guard_check(struct windows *w, double t)
 	}
 }
 
+/* The budget is below what the plan needs at the least (its floors): said once, when
+ * every windowed group's cost is measured, with what to change. Under w->lock. */
+static void warn_floored(struct windows *w)
+{
+	const struct governor *gv = w->gv;
+	double freq = gv->sample_cost > 0 ? gv->cpu_cost / gv->sample_cost : 0;
+
+	if (w->warned_floor || !gv->floored || gv->exact)
+		return;
+	for (int g = 0; g < gv->ngroups; g++)
+		if (!gv->g[g].always && !gv->g[g].measured)
+			return;
+	w->warned_floor = true;
+	pr_warn("the overhead budget of %.3g%% is below what gpubpf needs at the least: CPU sampling at %.0f Hz "
+		"takes %.3g%% of a thread's time, and each windowed group at least %.3g%% of every period; "
+		"planned %.3g%% (lower -F, or raise --overhead-budget)",
+		100 * gv->budget, freq, 100 * gv->cpu_cost, 100 * gv->min_duty, 100 * governor__overhead(gv));
+}
+
 static void new_period(struct windows *w)
 {
 	w->pi++;
 	pthread_mutex_lock(&w->lock);
 	governor__repay(w->gv, w->period);
 	governor__plan(w->gv);
+	warn_floored(w);
 	pthread_mutex_unlock(&w->lock);
 	for (int g = 0; g < CG__COUNT; g++) {
 		struct gstate *s = &w->gs[g];

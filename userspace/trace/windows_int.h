@@ -95,6 +95,7 @@ struct windows {
 	double late_s;	      /* how late those opened, in all */
 	unsigned short xsubi[3];
 	bool no_estimates; /* the agent: no per-period estimates kept (windows__no_estimates) */
+	bool warned_floor; /* said that the budget is below the plan's floors */
 };
 
 /* Window R of group G just closed (its gate first; under w->lock): its threads' delay

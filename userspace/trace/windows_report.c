@@ -213,7 +213,7 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 		       struct profile *prof, double budget_pct, const char *exact_why, double elapsed)
 {
 	struct windows_summary sum;
-	char duty[256], traps[96] = "calibrated", range[128] = "";
+	char duty[256], traps[96] = "calibrated", range[128] = "", floor[160] = "";
 	double probes, always, total, lo = 0, hi = 0;
 
 	windows__duty_text(gv, duty, sizeof(duty));
@@ -240,6 +240,11 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 	}
 	/* What gpubpf cost the busiest thread, each part as measured (see --help). */
 	total = probes + always + gv->cpu_cost;
+	if (gv->floored && !gv->exact)
+		snprintf(floor, sizeof(floor),
+			 " (over the %.3g%% budget, held up by its floors: CPU sampling, and each windowed group at "
+			 "least %.3g%% of every period)",
+			 budget_pct, 100 * gv->min_duty);
 	if (w && sum.trap_ticks >= EST_TRAPS_MIN_TICKS)
 		snprintf(traps, sizeof(traps), "calibrated, and timed in the job by the kernel's ticks at x%.2f",
 			 sum.trap_scale.mid);
@@ -261,11 +266,11 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 	    "timed in the job, plus traps of %.2f us at entry and %.2f us at return, %s; %.3g%% of it with the "
 	    "probes in and no window open, attached ahead of a window or not yet out after one, measured in the "
 	    "job), %" PRIu64 " windows opened and closed (%.2f us each with its first hit, counted with the hits), "
-	    "groups never windowed %.3g%%, CPU sampling %.3g%% (%.2f us a sample); planned %.3g%%; a traced call "
+	    "groups never windowed %.3g%%, CPU sampling %.3g%% (%.2f us a sample); planned %.3g%%%s; a traced call "
 	    "costs %.2f us on gpubpf's own calibration call",
 	    100 * total, range, 100 * probes, gv->trap_entry * 1e6, gv->trap_return * 1e6, traps,
 	    100 * sum.probes_closed / (elapsed > 0 ? elapsed : 1), sum.windows, governor__window_cost(gv) * 1e6,
-	    100 * always, 100 * gv->cpu_cost, gv->sample_cost * 1e6, 100 * governor__overhead(gv),
+	    100 * always, 100 * gv->cpu_cost, gv->sample_cost * 1e6, 100 * governor__overhead(gv), floor,
 	    gv->cost_per_hit * 1e6);
 	if (w) {
 		struct est_delay js = job_share(&sum);
