@@ -18,7 +18,8 @@
 # PyTorch loop's timeline (tests/workloads/cuda/replay --cupti-model: its 6 s start, its
 # first launches of milliseconds, then 10,000 launches a second from two threads): the
 # cost must be measured (on the H100 it was not, and the job got no device time), and
-# the estimate hold the replay's own count.
+# the estimate hold the replay's own count. The summary line gives the estimate, and says
+# where the windows were too few for one (the H100's set-up, 1% budget, 3 s).
 source "$(dirname "$0")/lib.sh"
 need_root
 need_go
@@ -91,6 +92,11 @@ verdict("no-record-lost", lost == 0, f"{lost} records lost")
 verdict("every-followed-launch-has-its-record", abs(recs - followed) <= max(5, followed // 100),
         f"{recs} records, {followed} launches followed")
 verdict("truth-in-stated-interval", lo <= t <= hi, f"{t} launches, estimate {k:.0f} [{lo:.0f}, {hi:.0f}]")
+# the summary on stderr gives the estimate, not the kernels seen in windows
+summ = re.search(r"device time: ~([0-9,]+) kernels [0-9.e+]+ ms \(estimates, 95% CI \+-[0-9.e+]+%, from (\d+) "
+                 r"kernels seen in (\d+) windows\)", log)
+verdict("summary-says-the-estimate", bool(summ) and num(summ[1]) == k and int(summ[3]) == windows,
+        f"summary {summ[0] if summ else 'without an estimate'}, estimate {k:.0f} in {windows} windows")
 half = 100 * (hi - lo) / 2 / k if k else 1e9
 # cost_changes: c is 7.25 us of a 12.2 us launch after its change, and the correction of a
 # window's launches (t / (t - c), c within 0.9-1.3 of its measure) is the wider for it
@@ -141,3 +147,16 @@ for c in launch_bound:1000 device_bound:20000 driver_only:1000:driver nested_ids
 	fi
 	cat "$TMP/$name.verdicts"
 done
+
+# The H100's set-up and teardown (the model's defaults: 10 and 3 ms) under the default 1%
+# budget and 1 s periods: a window comes once in 8-16 s, so a 3 s run holds one at most,
+# and the summary says that its figure is no estimate to trust, and why.
+if record_gpu few_windows -- "$PROD" model 3 1000 "$MODEL"; then
+	few=$(grep -o "device time: ~[0-9,]* kernels [0-9.e+]* ms (from [0-9]* kernels seen in [01] windows\?: too few for an estimate to trust; this budget opens one every [0-9.]* s" "$TMP/few_windows.log")
+	secs=${few##* every }
+	if [ -n "$few" ] && python3 -c "import sys; sys.exit(0 if float('${secs% s}') >= 4 else 1)"; then
+		pass "few_windows:summary-says-too-few"
+	else
+		fail "few_windows:summary-says-too-few" "$(grep wrote "$TMP/few_windows.log")"
+	fi
+fi

@@ -27,6 +27,7 @@
 #include "hmap.h"
 #include "links.h"
 #include "log.h"
+#include "numfmt.h"
 #include "objscan.h"
 #include "procmaps.h"
 #include "procs.h"
@@ -389,6 +390,44 @@ int cupti__add_comments(struct cupti_tracer *c, double elapsed)
 	    st.unjoined, st.invalid);
 }
 
+void cpt_win_totals(struct cupti_tracer *c, struct est_total *k, struct est_total *t)
+{
+	est_group_total(&c->est, 0, k);
+	est_group_total(&c->est, 1, t);
+	/* the cost measurement's kernels, counted once: what they were, with no error */
+	k->est += (double)c->measured_kernels;
+	k->lo += (double)c->measured_kernels;
+	k->hi += (double)c->measured_kernels;
+	t->est += (double)c->measured_kernel_ns;
+	t->lo += (double)c->measured_kernel_ns;
+	t->hi += (double)c->measured_kernel_ns;
+}
+
+/* Device time in windows: the estimates of the whole recording, from how much was seen;
+ * where the windows were too few for an interval (CUPTI's set-up and teardown, 10-20 ms a
+ * window, let a 1% budget open one every 8-16 s), what to do about it. */
+static void win_summary(struct cupti_tracer *c, const struct cupti_stats *st, char *buf, size_t len)
+{
+	struct est_total k, t;
+	char n[32];
+	double every = c->period * (c->every > 1 ? c->every : 1);
+
+	cpt_win_totals(c, &k, &t);
+	numfmt__grouped(n, sizeof(n), k.est);
+	if (k.sampled >= 2)
+		snprintf(buf, len,
+			 ", device time: ~%s kernels %.4g ms (estimates, 95%% CI +-%.2g%%, from %" PRIu64
+			 " kernels seen in %" PRIu64 " window%s)",
+			 n, t.est / 1e6, isinf(k.hi) || !(k.est > 0) ? INFINITY : 50 * (k.hi - k.lo) / k.est,
+			 st->kernels, c->windows, c->windows == 1 ? "" : "s");
+	else
+		snprintf(buf, len,
+			 ", device time: ~%s kernels %.4g ms (from %" PRIu64 " kernels seen in %" PRIu64
+			 " window%s: too few for an estimate to trust; this budget opens one every %.3g s, as "
+			 "CUPTI's set-up costs that much: record longer, or raise --overhead-budget)",
+			 n, t.est / 1e6, st->kernels, c->windows, c->windows == 1 ? "" : "s", every);
+}
+
 void cupti__summary(struct cupti_tracer *c, char *buf, size_t len)
 {
 	const char *why = cupti__unavailable_reason(c);
@@ -399,6 +438,10 @@ void cupti__summary(struct cupti_tracer *c, char *buf, size_t len)
 		return;
 	}
 	cupti__stats(c, &st);
+	if (c->win) {
+		win_summary(c, &st, buf, len);
+		return;
+	}
 	snprintf(buf, len, ", device time: %" PRIu64 " kernels %.3g ms, %" PRIu64 " copies %.3g ms%s", st.kernels,
 		 (double)st.kernel_ns / 1e6, st.copies, (double)st.copy_ns / 1e6,
 		 c->win ? " (in windows; estimates)"

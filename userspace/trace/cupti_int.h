@@ -122,4 +122,10 @@ void cpt_win_add(struct cupti_tracer *c, uint64_t period, double w, const struct
 /* The profile's "gpu cost:" and "gpu estimate:" comments. */
 void cpt_win_comments(struct cupti_tracer *c, double elapsed);
 
+/* ---- cupti_drain.c ---- */
+
+/* Device time's estimates of the whole recording, kernels (*K) and their ns (*T): the
+ * windows' records weighed, the cost measurement's kernels counted once. */
+void cpt_win_totals(struct cupti_tracer *c, struct est_total *k, struct est_total *t);
+
 #endif /* GPUBPF_CUPTI_INT_H */

@@ -637,15 +637,7 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 		    100 * parts[2], c->naming_ticks, 100 * parts[3], 100 * parts[4], 1e3 * parts[4] * elapsed,
 		    1e3 * g.once, 1e3 * fmin(g.repaid, g.once));
 	}
-	est_group_total(&c->est, 0, &k);
-	est_group_total(&c->est, 1, &t);
-	/* the cost measurement's kernels, counted once: what they were, with no error */
-	k.est += (double)c->measured_kernels;
-	k.lo += (double)c->measured_kernels;
-	k.hi += (double)c->measured_kernels;
-	t.est += (double)c->measured_kernel_ns;
-	t.lo += (double)c->measured_kernel_ns;
-	t.hi += (double)c->measured_kernel_ns;
+	cpt_win_totals(c, &k, &t);
 	if (k.sampled < 2) {
 		profile__add_comment(c->s->prof,
 				     "gpu estimate: kernels %s, kernel time %.4g ms, from %s device records seen in "
