@@ -246,9 +246,14 @@ TEST(on_phase_with_no_call_measured_again_at_once)
 	inj_sched_step(&sc, &st, &cfg, now_ns(), &wake);
 	CHECK_INT(cfg.cost.state, DEV_COST_MEASURING);
 	/* the same again: 2 s on, as for a job that does not launch */
+	cfg.names_wanted = 1; /* gpubpf's, from attach */
 	on_phase_times_nothing();
 	CHECK_INT(cfg.cost.state, DEV_COST_IDLE);
 	CHECK(sc.retry_at >= now_ns() + INJ_REMEASURE_NS / 2);
+	/* its callbacks named what was launched: off until then, not until gpubpf's next
+	 * tick writes names_wanted (up to a second of a launch-bound job's launches) */
+	CHECK_INT(cfg.names_wanted, 0);
+	CHECK(!(inj_sched_step(&sc, &st, &cfg, now_ns(), &wake) & INJ_CB));
 	/* and a measurement that completes starts the count again */
 	inj_sched_step(&sc, &st, &cfg, sc.retry_at, &wake);
 	CHECK_INT(cfg.cost.state, DEV_COST_MEASURING);

@@ -146,6 +146,10 @@ static void measure_end(struct inj_sched *sc, struct inj_state *s, volatile stru
 	}
 	if (n1 < INJ_MEASURE_MIN || n3 < INJ_MEASURE_MIN) {
 		cfg->cost.state = DEV_COST_IDLE;
+		/* its callbacks named what the job launched meanwhile: off until the next try,
+		 * as after a measurement done (they stayed on until gpubpf's next tick wrote
+		 * names_wanted: up to a second of a launch-bound loop's launches, 0.7 us each) */
+		cfg->names_wanted = 0;
 		/* The first phase had its calls and the "on" one not: the job launches, and its
 		 * windows meanwhile would be counted with no correction for what CUPTI pushes
 		 * out of them (a launch-bound loop's estimate 30-45% low, 1 run in 15 on the

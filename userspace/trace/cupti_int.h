@@ -48,6 +48,7 @@ struct cpt_wtarget {
 	struct dev_costs costs[CPT_COSTS]; /* [kept % CPT_COSTS]: the next */
 	const struct dev_costs *taken;	   /* the one the cost is taken from (NULL: none yet) */
 	double c_lo, c_hi;
+	uint64_t idle_done; /* the last measurement that ended DEV_COST_IDLE (dev_costs.done) */
 	struct cpt_win win[DEV_WIN_RING];
 };
 
