@@ -23,6 +23,7 @@
 #define MIN_SLOT 0.002	   /* the shortest window worth opening */
 #define LATE_S 0.0005	   /* a window opened later than this after its slot began is late */
 #define LEAD_N 9	   /* attaches the lead is the median of */
+#define FLOOR_WARN 1.25	   /* the plan this many times the budget, held up by its floors: warned of */
 
 struct wthread {
 	uint32_t tid;
