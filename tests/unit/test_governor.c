@@ -279,6 +279,58 @@ TEST(device_group_every)
 	CHECK_INT(g.g[1].every, GOV_EVERY_MAX);
 }
 
+static uint64_t rng_x = 0x9e3779b97f4a7c15ull;
+
+static double uniform(void)
+{
+	rng_x ^= rng_x << 13;
+	rng_x ^= rng_x >> 7;
+	rng_x ^= rng_x << 17;
+	return (double)(rng_x >> 11) / (double)(1ull << 53);
+}
+
+/* Any budget and any costs, drawn at random: a plan its floors do not hold up stays within
+ * the budget, and device time's fixed cost a window never takes more of a period than
+ * half the budget or, where that cannot be, one window in GOV_EVERY_MAX periods (with CPU
+ * sampling over a 0.05% budget, its windows came every period: 1.27% of each). */
+TEST(plan_within_budget_or_its_floors)
+{
+	int floored = 0;
+
+	for (int it = 0; it < 20000; it++) {
+		struct governor g = gov();
+		double over, fixed_part;
+
+		g.budget = pow(10, -4 + 3 * uniform()); /* 0.01% to 10% */
+		g.cpu_cost = 0.006 * uniform() * uniform();
+		g.period = 0.1 + 0.9 * uniform();
+		g.ngroups = 4;
+		governor__observe(&g, 0, uniform(), uniform(), 1e5, 1);
+		governor__observe(&g, 1, 0.01 * uniform(), 0.01 * uniform(), 100, 1);
+		g.g[2].always = true;
+		g.g[2].util = g.g[2].util_all = 0.0005 * uniform();
+		g.g[3].name = "device time";
+		g.g[3].measured = true;
+		g.g[3].util = g.g[3].util_all = 0.05 + 0.9 * uniform();
+		g.g[3].fixed = 0.02 * uniform() + 1e-5;
+		governor__spent_once(&g, uniform() < 0.5 ? 0.05 * uniform() : 0);
+		governor__plan(&g);
+		over = governor__overhead(&g);
+		floored += g.floored;
+		if (!g.floored && !(over <= g.budget * (1 + 1e-9))) {
+			CHECK(over <= g.budget * (1 + 1e-9));
+			return;
+		}
+		fixed_part = g.g[3].duty < 1 ? g.g[3].fixed / g.period / g.g[3].every : 0;
+		if (!(fixed_part <= fmax(g.budget / 2, g.g[3].fixed / g.period / GOV_EVERY_MAX) * (1 + 1e-9))) {
+			CHECK(fixed_part <= fmax(g.budget / 2, g.g[3].fixed / g.period / GOV_EVERY_MAX));
+			return;
+		}
+	}
+	/* both kinds of plan were drawn */
+	CHECK(floored > 1000 && floored < 19000);
+}
+
 /* What device time spends once (CUPTI's set-up at attach, its cost measurement: tens of
  * milliseconds) is a debt: each plan keeps back what repays it within a period, at most
  * half of the budget left after CPU sampling, and the windows get the rest until it is
@@ -346,6 +398,7 @@ int main(int argc, char **argv)
 	RUN(device_group_fixed_cost);
 	RUN(device_group_every);
 	RUN(device_group_no_budget_left);
+	RUN(plan_within_budget_or_its_floors);
 	RUN(one_off_cost_repaid_from_the_budget);
 	return T_END();
 }

@@ -71,6 +71,8 @@ void governor__plan(struct governor *gv)
 			open++;
 		}
 	}
+	/* groups never windowed are a floor too */
+	gv->floored |= left < 0;
 	/* Water-filling: repeatedly give every open group an equal share; a group that
 	 * needs less than its share takes d = 1 and returns the rest to the pool. */
 	while (open > 0) {
