@@ -21,6 +21,16 @@ static struct governor gov(void)
 	return g;
 }
 
+/* Group I of G as device time whose cost the library measured: UTIL of a thread that only
+ * launches while on, FIXED seconds a window (CUPTI set up and torn down). */
+static void device_group(struct governor *g, int i, double util, double fixed)
+{
+	g->g[i].name = "device time";
+	g->g[i].measured = true;
+	g->g[i].util = g->g[i].util_all = util;
+	g->g[i].fixed = fixed;
+}
+
 /* Rare groups fit whole; the hot one takes what is left, and the sum is the budget. */
 TEST(hot_and_rare)
 {
@@ -147,10 +157,7 @@ TEST(device_group_no_budget_left)
 	g.cpu_cost = 0.0012;
 	g.ngroups = 2;
 	governor__observe(&g, 0, 0.5, 0.5, 100000, 1);
-	g.g[1].name = "device time";
-	g.g[1].measured = true;
-	g.g[1].util = g.g[1].util_all = 0.4;
-	g.g[1].fixed = 12.7e-3;
+	device_group(&g, 1, 0.4, 12.7e-3);
 	governor__plan(&g);
 	CHECK_INT(g.g[1].every, GOV_EVERY_MAX);
 	CHECK(NEAR(g.g[1].duty, g.min_duty, 1e-12));
@@ -240,9 +247,7 @@ TEST(device_group_fixed_cost)
 	CHECK(NEAR(g.g[0].duty, (0.0095 - 100e-6) / 0.5, 1e-9));
 	/* measured: CUPTI costs 40% of a thread that only launches; 20 us a window */
 	g.g[1].always = false;
-	g.g[1].measured = true;
-	g.g[1].util = g.g[1].util_all = 0.4;
-	g.g[1].fixed = 20e-6;
+	device_group(&g, 1, 0.4, 20e-6);
 	governor__plan(&g);
 	CHECK(NEAR(g.g[0].duty, (0.0095 / 2 - 100e-6) / 0.5, 1e-9));
 	CHECK(NEAR(g.g[1].duty, (0.0095 / 2 - 20e-6) / 0.4, 1e-9));
@@ -262,10 +267,7 @@ TEST(device_group_every)
 	g.ngroups = 2;
 	g.window_cost = 100e-6;
 	governor__observe(&g, 0, 0.5, 0.5, 100000, 1);
-	g.g[1].name = "device time";
-	g.g[1].measured = true;
-	g.g[1].util = g.g[1].util_all = 0.4;
-	g.g[1].fixed = 15e-3;
+	device_group(&g, 1, 0.4, 15e-3);
 	governor__plan(&g);
 	/* 2 * 15 ms / (0.475% of 1 s) = 6.3: 8, the next power of two */
 	CHECK_INT(g.g[1].every, 8);
@@ -309,10 +311,7 @@ TEST(plan_within_budget_or_its_floors)
 		governor__observe(&g, 1, 0.01 * uniform(), 0.01 * uniform(), 100, 1);
 		g.g[2].always = true;
 		g.g[2].util = g.g[2].util_all = 0.0005 * uniform();
-		g.g[3].name = "device time";
-		g.g[3].measured = true;
-		g.g[3].util = g.g[3].util_all = 0.05 + 0.9 * uniform();
-		g.g[3].fixed = 0.02 * uniform() + 1e-5;
+		device_group(&g, 3, 0.05 + 0.9 * uniform(), 0.02 * uniform() + 1e-5);
 		governor__spent_once(&g, uniform() < 0.5 ? 0.05 * uniform() : 0);
 		governor__plan(&g);
 		over = governor__overhead(&g);
