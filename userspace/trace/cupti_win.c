@@ -647,10 +647,12 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 	if (k.sampled < 2) {
 		profile__add_comment(c->s->prof,
 				     "gpu estimate: kernels %s, kernel time %.4g ms, from %s device records seen in "
-				     "windows of %d periods (too few sampled periods for an interval) and %" PRIu64
+				     "windows of %d periods (too few sampled periods for an interval: no estimate to "
+				     "trust; this budget opens a window once in %.3g s) and %" PRIu64
 				     " of the cost measurement's, counted once",
 				     numfmt__grouped(e, sizeof(e), k.est), t.est / 1e6,
-				     numfmt__grouped(seen, sizeof(seen), k.seen), k.periods, c->measured_kernels);
+				     numfmt__grouped(seen, sizeof(seen), k.seen), k.periods,
+				     c->period * (c->every > 1 ? c->every : 1), c->measured_kernels);
 		return;
 	}
 	if (isinf(k.hi)) {
