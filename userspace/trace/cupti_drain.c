@@ -414,12 +414,17 @@ static void win_summary(struct cupti_tracer *c, const struct cupti_stats *st, ch
 
 	cpt_win_totals(c, &k, &t);
 	numfmt__grouped(n, sizeof(n), k.est);
-	if (k.sampled >= 2)
+	if (k.sampled >= 2 && isinf(k.hi))
+		snprintf(buf, len,
+			 ", device time: ~%s kernels %.4g ms (estimates, 95%% CI unbounded: see the profile's gpu "
+			 "estimate; from %" PRIu64 " kernels seen in %" PRIu64 " window%s)",
+			 n, t.est / 1e6, st->kernels, c->windows, c->windows == 1 ? "" : "s");
+	else if (k.sampled >= 2)
 		snprintf(buf, len,
 			 ", device time: ~%s kernels %.4g ms (estimates, 95%% CI +-%.2g%%, from %" PRIu64
 			 " kernels seen in %" PRIu64 " window%s)",
-			 n, t.est / 1e6, isinf(k.hi) || !(k.est > 0) ? INFINITY : 50 * (k.hi - k.lo) / k.est,
-			 st->kernels, c->windows, c->windows == 1 ? "" : "s");
+			 n, t.est / 1e6, k.est > 0 ? 50 * (k.hi - k.lo) / k.est : 0, st->kernels, c->windows,
+			 c->windows == 1 ? "" : "s");
 	else
 		snprintf(buf, len,
 			 ", device time: ~%s kernels %.4g ms (from %" PRIu64 " kernels seen in %" PRIu64
@@ -444,7 +449,6 @@ void cupti__summary(struct cupti_tracer *c, char *buf, size_t len)
 	}
 	snprintf(buf, len, ", device time: %" PRIu64 " kernels %.3g ms, %" PRIu64 " copies %.3g ms%s", st.kernels,
 		 (double)st.kernel_ns / 1e6, st.copies, (double)st.copy_ns / 1e6,
-		 c->win ? " (in windows; estimates)"
-		 : st.launches_sampled < st.launches_seen || st.copies_sampled < st.copies_seen ? " (sampled; scaled)"
-												: "");
+		 st.launches_sampled < st.launches_seen || st.copies_sampled < st.copies_seen ? " (sampled; scaled)"
+											      : "");
 }

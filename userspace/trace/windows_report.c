@@ -213,7 +213,7 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 		       struct profile *prof, double budget_pct, const char *exact_why, double elapsed)
 {
 	struct windows_summary sum;
-	char duty[256], traps[96] = "calibrated", range[128] = "", floor[160] = "";
+	char duty[256], traps[96] = "calibrated", range[128] = "", floors[160] = "";
 	double probes, always, total, lo = 0, hi = 0;
 
 	windows__duty_text(gv, duty, sizeof(duty));
@@ -241,7 +241,7 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 	/* What gpubpf cost the busiest thread, each part as measured (see --help). */
 	total = probes + always + gv->cpu_cost;
 	if (gv->floored && !gv->exact)
-		snprintf(floor, sizeof(floor),
+		snprintf(floors, sizeof(floors),
 			 " (over the %.3g%% budget, held up by its floors: CPU sampling, and each windowed group at "
 			 "least %.3g%% of every period)",
 			 budget_pct, 100 * gv->min_duty);
@@ -270,7 +270,7 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 	    "costs %.2f us on gpubpf's own calibration call",
 	    100 * total, range, 100 * probes, gv->trap_entry * 1e6, gv->trap_return * 1e6, traps,
 	    100 * sum.probes_closed / (elapsed > 0 ? elapsed : 1), sum.windows, governor__window_cost(gv) * 1e6,
-	    100 * always, 100 * gv->cpu_cost, gv->sample_cost * 1e6, 100 * governor__overhead(gv), floor,
+	    100 * always, 100 * gv->cpu_cost, gv->sample_cost * 1e6, 100 * governor__overhead(gv), floors,
 	    gv->cost_per_hit * 1e6);
 	if (w) {
 		struct est_delay js = job_share(&sum);
