@@ -172,7 +172,8 @@ struct dev_costs {
 	__u32 fixed_us;	     /* one-off: CUPTI's set-up at attach, and each measurement's switches
 			      * (set-up, finalize, set-up again), microseconds (0 from an older library) */
 	__u32 measures;	     /* measurements that ended DEV_COST_DONE this attach (calls: all of theirs) */
-	__u32 pad;
+	__u32 idle_why;	     /* the last that ended DEV_COST_IDLE: the phase it ended in (bits 0-1),
+			      * the first "off" phase's calls kept (2-15) and the "on" phase's (16-31) */
 };
 #define DEV_PROBES_OUT 0   /* all out */
 #define DEV_PROBES_IN 1	   /* all in */

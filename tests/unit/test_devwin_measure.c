@@ -213,6 +213,8 @@ TEST(idle_job_measured_again_later)
 	want = inj_sched_step(&sc, &st, &cfg, t + INJ_MEASURE_WAIT_NS, &wake);
 	CHECK_INT(cfg.cost.state, DEV_COST_IDLE);
 	CHECK_INT(want, 0);
+	/* why, for gpubpf's -v: the first phase, no call */
+	CHECK_INT(cfg.cost.idle_why, 0);
 	want = inj_sched_step(&sc, &st, &cfg, t + INJ_MEASURE_WAIT_NS + INJ_REMEASURE_NS, &wake);
 	CHECK_INT(cfg.cost.state, DEV_COST_MEASURING);
 }
@@ -243,6 +245,10 @@ TEST(on_phase_with_no_call_measured_again_at_once)
 	on_phase_times_nothing();
 	CHECK_INT(cfg.cost.state, DEV_COST_IDLE);
 	CHECK(sc.retry_at <= now_ns());
+	/* why: the "on" phase, the first one's calls kept, none of its own */
+	CHECK_INT(cfg.cost.idle_why & 3, 1);
+	CHECK((cfg.cost.idle_why >> 2 & 0x3fff) >= INJ_MEASURE_MIN);
+	CHECK_INT(cfg.cost.idle_why >> 16, 0);
 	inj_sched_step(&sc, &st, &cfg, now_ns(), &wake);
 	CHECK_INT(cfg.cost.state, DEV_COST_MEASURING);
 	/* the same again: 2 s on, as for a job that does not launch */
@@ -342,6 +348,8 @@ TEST(idle_first_half_never_turns_activity_on)
 	want = inj_sched_step(&sc, &st, &cfg, t + INJ_MEASURE_WAIT_NS, &wake);
 	CHECK_INT(cfg.cost.state, DEV_COST_IDLE);
 	CHECK_INT(want, 0);
+	/* why, for gpubpf's -v: the first phase, no call */
+	CHECK_INT(cfg.cost.idle_why, 0);
 }
 
 /* Windows at 10% of 100 ms periods on the real clock, launches of 2 us, EXTRA dearer with

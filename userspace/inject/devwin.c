@@ -146,6 +146,9 @@ static void measure_end(struct inj_sched *sc, struct inj_state *s, volatile stru
 	}
 	if (n1 < INJ_MEASURE_MIN || n3 < INJ_MEASURE_MIN) {
 		cfg->cost.state = DEV_COST_IDLE;
+		/* why, for gpubpf's -v: one run in 25-50 of a launch-bound loop times too few */
+		cfg->cost.idle_why =
+		    ((uint32_t)t->phase & 3) | (n1 < 0x3fff ? n1 : 0x3fff) << 2 | (n3 < 0xffff ? n3 : 0xffff) << 16;
 		/* its callbacks named what the job launched meanwhile: off until the next try,
 		 * as after a measurement done (they stayed on until gpubpf's next tick wrote
 		 * names_wanted: up to a second of a launch-bound loop's launches, 0.7 us each) */

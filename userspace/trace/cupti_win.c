@@ -245,9 +245,11 @@ static void note_measure(struct cpt_wtarget *t)
 	}
 	if (t->cost.state == DEV_COST_IDLE && t->cost.done && t->cost.done != t->idle_done) {
 		t->idle_done = t->cost.done;
-		pr_debug("pid %u: cost measurement not done: too few launch calls in its %.0f ms (%u calls timed so "
-			 "far); tried again at once where its first phase had them, else in 2 s",
-			 t->tgid, (double)(t->cost.done - t->cost.started) / 1e6, t->cost.calls);
+		pr_debug("pid %u: cost measurement not done: too few launch calls in its %.0f ms (ended in phase %u "
+			 "with %u \"off\" and %u \"on\" calls kept; %u timed so far); tried again at once where its "
+			 "first phase had them, else in 2 s",
+			 t->tgid, (double)(t->cost.done - t->cost.started) / 1e6, t->cost.idle_why & 3,
+			 (t->cost.idle_why >> 2) & 0x3fff, t->cost.idle_why >> 16, t->cost.calls);
 	}
 	if (t->cost.state != DEV_COST_DONE || t->cost.measures == t->measures)
 		return;
