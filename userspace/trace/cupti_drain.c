@@ -409,28 +409,27 @@ void cpt_win_totals(struct cupti_tracer *c, struct est_total *k, struct est_tota
 static void win_summary(struct cupti_tracer *c, const struct cupti_stats *st, char *buf, size_t len)
 {
 	struct est_total k, t;
-	char n[32];
-	double every = c->period * (c->every > 1 ? c->every : 1);
+	char n[32], seen[64];
 
 	cpt_win_totals(c, &k, &t);
 	numfmt__grouped(n, sizeof(n), k.est);
+	snprintf(seen, sizeof(seen), "%" PRIu64 " kernels seen in %" PRIu64 " window%s", st->kernels, c->windows,
+		 c->windows == 1 ? "" : "s");
 	if (k.sampled >= 2 && isinf(k.hi))
 		snprintf(buf, len,
 			 ", device time: ~%s kernels %.4g ms (estimates, 95%% CI unbounded: see the profile's gpu "
-			 "estimate; from %" PRIu64 " kernels seen in %" PRIu64 " window%s)",
-			 n, t.est / 1e6, st->kernels, c->windows, c->windows == 1 ? "" : "s");
+			 "estimate; from %s)",
+			 n, t.est / 1e6, seen);
 	else if (k.sampled >= 2)
-		snprintf(buf, len,
-			 ", device time: ~%s kernels %.4g ms (estimates, 95%% CI +-%.2g%%, from %" PRIu64
-			 " kernels seen in %" PRIu64 " window%s)",
-			 n, t.est / 1e6, k.est > 0 ? 50 * (k.hi - k.lo) / k.est : 0, st->kernels, c->windows,
-			 c->windows == 1 ? "" : "s");
+		snprintf(buf, len, ", device time: ~%s kernels %.4g ms (estimates, 95%% CI +-%.2g%%, from %s)", n,
+			 t.est / 1e6, k.est > 0 ? 50 * (k.hi - k.lo) / k.est : 0, seen);
 	else
+		/* c->every is the windows' period in gpubpf's periods, 1 at least */
 		snprintf(buf, len,
-			 ", device time: ~%s kernels %.4g ms (from %" PRIu64 " kernels seen in %" PRIu64
-			 " window%s: too few for an estimate to trust; this budget opens one every %.3g s, as "
-			 "CUPTI's set-up costs that much: record longer, or raise --overhead-budget)",
-			 n, t.est / 1e6, st->kernels, c->windows, c->windows == 1 ? "" : "s", every);
+			 ", device time: ~%s kernels %.4g ms (from %s: too few for an estimate to trust; this budget "
+			 "opens one every %.3g s, as CUPTI's set-up costs that much: record longer, or raise "
+			 "--overhead-budget)",
+			 n, t.est / 1e6, seen, c->period * c->every);
 }
 
 void cupti__summary(struct cupti_tracer *c, char *buf, size_t len)

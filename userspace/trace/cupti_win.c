@@ -653,8 +653,8 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 				     "trust; this budget opens a window once in %.3g s) and %" PRIu64
 				     " of the cost measurement's, counted once",
 				     numfmt__grouped(e, sizeof(e), k.est), t.est / 1e6,
-				     numfmt__grouped(seen, sizeof(seen), k.seen), k.periods,
-				     c->period * (c->every > 1 ? c->every : 1), c->measured_kernels);
+				     numfmt__grouped(seen, sizeof(seen), k.seen), k.periods, c->period * c->every,
+				     c->measured_kernels);
 		return;
 	}
 	if (isinf(k.hi)) {
