@@ -76,7 +76,9 @@ TEST(window_costs)
 	governor__observe(&g, 0, 0.5, 0.5, 100000, 1);
 	governor__plan(&g);
 	CHECK(NEAR(governor__window_cost(&g), 0.0005, 1e-12));
-	CHECK(NEAR(g.g[0].duty, (0.0095 - 0.0005) / 0.5, 1e-9));
+	/* two windows a period (strata, below): 1 ms of the share */
+	CHECK(g.g[0].strata == 2);
+	CHECK(NEAR(g.g[0].duty, (0.0095 - 2 * 0.0005) / 0.5, 1e-9));
 	CHECK(NEAR(governor__overhead(&g), 0.01, 1e-9));
 }
 
@@ -109,6 +111,60 @@ TEST(closed_gate_cost)
 	governor__plan(&g);
 	CHECK(g.g[0].duty == g.min_duty);
 	CHECK(governor__overhead(&g) > 0.02);
+}
+
+/* A hot group's windows: one slot in each equal part of the period (strata), as many as
+ * keep each window GOV_STRATUM_MIN_WINDOW long and each part GOV_STRATUM_MIN_PART while
+ * their fixed costs take at most a quarter of the share; the planned overhead counts every
+ * window. */
+TEST(strata)
+{
+	struct governor g = gov();
+
+	g.ngroups = 1;
+	g.first_hit = 2e-6;
+	governor__observe(&g, 0, 0.4, 0.4, 100000, 1);
+	governor__plan(&g);
+	/* share 0.95%: 23.7 ms of windows a 1 s period, four of 5.9 ms */
+	CHECK(g.g[0].strata == 4);
+	CHECK(NEAR(g.g[0].duty, (0.0095 - 4 * 2e-6) / 0.4, 1e-9));
+	CHECK(g.g[0].duty * g.period / g.g[0].strata >= GOV_STRATUM_MIN_WINDOW);
+	CHECK(NEAR(governor__overhead(&g), 0.01, 1e-9));
+	/* probes in with no window open 1 ms a window: two windows take 2 ms of 9.5 */
+	governor__observe_closed(&g, 0, 0.001);
+	governor__plan(&g);
+	CHECK(g.g[0].strata == 2);
+	CHECK(NEAR(governor__overhead(&g), 0.01, 1e-9));
+	/* 3 ms: more windows would take more than a quarter of the share */
+	governor__observe_closed(&g, 0, 0.003);
+	governor__observe_closed(&g, 0, 0.003);
+	governor__plan(&g);
+	CHECK(g.g[0].strata == 1);
+	/* a short period: windows of 2.4 ms already, one */
+	g = gov();
+	g.ngroups = 1;
+	g.period = 0.1;
+	governor__observe(&g, 0, 0.4, 0.4, 100000, 1);
+	governor__plan(&g);
+	CHECK(g.g[0].strata == 1);
+	/* long windows in a 0.2 s period: no part under GOV_STRATUM_MIN_PART, two */
+	g = gov();
+	g.ngroups = 1;
+	g.period = 0.2;
+	governor__observe(&g, 0, 0.012, 0.012, 1000, 1);
+	governor__plan(&g);
+	CHECK(g.g[0].duty > 0.5 && g.g[0].strata == 2);
+	/* device time (a window's set-up of its own), groups whole, --exact: one */
+	g = gov();
+	g.ngroups = 2;
+	governor__observe(&g, 0, 0.0001, 0.0001, 20, 1);
+	device_group(&g, 1, 0.3, 0.00001);
+	governor__plan(&g);
+	CHECK(g.g[0].duty == 1 && g.g[0].strata == 1);
+	CHECK(g.g[1].duty < 1 && g.g[1].strata == 1);
+	g.exact = true;
+	governor__plan(&g);
+	CHECK(g.g[0].strata == 1 && g.g[1].strata == 1);
 }
 
 /* Everything cheap: all attached, overhead under budget. */
@@ -244,7 +300,8 @@ TEST(device_group_fixed_cost)
 	g.g[1].always = true; /* no library yet: costs nothing, takes nothing */
 	governor__observe(&g, 0, 0.5, 0.5, 100000, 1);
 	governor__plan(&g);
-	CHECK(NEAR(g.g[0].duty, (0.0095 - 100e-6) / 0.5, 1e-9));
+	CHECK(g.g[0].strata == 2); /* two windows of 9 ms a period */
+	CHECK(NEAR(g.g[0].duty, (0.0095 - 2 * 100e-6) / 0.5, 1e-9));
 	/* measured: CUPTI costs 40% of a thread that only launches; 20 us a window */
 	g.g[1].always = false;
 	device_group(&g, 1, 0.4, 20e-6);
@@ -297,7 +354,7 @@ static double uniform(void)
  * sampling over a 0.05% budget, its windows came every period: 1.27% of each). */
 TEST(plan_within_budget_or_its_floors)
 {
-	int floored = 0;
+	int floored = 0, strata = 0;
 
 	for (int it = 0; it < 20000; it++) {
 		struct governor g = gov();
@@ -306,8 +363,10 @@ TEST(plan_within_budget_or_its_floors)
 		g.budget = pow(10, -4 + 3 * uniform()); /* 0.01% to 10% */
 		g.cpu_cost = 0.006 * uniform() * uniform();
 		g.period = 0.1 + 0.9 * uniform();
+		g.window_cost = 1e-4 * uniform() * uniform();
 		g.ngroups = 4;
 		governor__observe(&g, 0, uniform(), uniform(), 1e5, 1);
+		governor__observe_closed(&g, 0, 0.004 * uniform() * uniform());
 		governor__observe(&g, 1, 0.01 * uniform(), 0.01 * uniform(), 100, 1);
 		g.g[2].always = true;
 		g.g[2].util = g.g[2].util_all = 0.0005 * uniform();
@@ -320,14 +379,27 @@ TEST(plan_within_budget_or_its_floors)
 			CHECK(over <= g.budget * (1 + 1e-9));
 			return;
 		}
+		/* strata: a power of two, windows no shorter than their floor, their fixed
+		 * costs a quarter of the budget at most */
+		if (g.g[0].strata > 1 &&
+		    !((g.g[0].strata & (g.g[0].strata - 1)) == 0 && g.g[0].strata <= GOV_STRATA_MAX &&
+		      g.g[0].duty * g.period / g.g[0].strata >= GOV_STRATUM_MIN_WINDOW * (1 - 1e-9) &&
+		      g.period / g.g[0].strata >= GOV_STRATUM_MIN_PART * (1 - 1e-9) &&
+		      g.g[0].strata * (governor__window_cost(&g) + g.g[0].closed) / g.period <=
+			  g.budget / 4 * (1 + 1e-9))) {
+			CHECK(!"strata within their bounds");
+			return;
+		}
+		strata += g.g[0].strata > 1;
 		fixed_part = g.g[3].duty < 1 ? g.g[3].fixed / g.period / g.g[3].every : 0;
 		if (!(fixed_part <= fmax(g.budget / 2, g.g[3].fixed / g.period / GOV_EVERY_MAX) * (1 + 1e-9))) {
 			CHECK(fixed_part <= fmax(g.budget / 2, g.g[3].fixed / g.period / GOV_EVERY_MAX));
 			return;
 		}
 	}
-	/* both kinds of plan were drawn */
+	/* both kinds of plan were drawn, and plans with strata */
 	CHECK(floored > 1000 && floored < 19000);
+	CHECK(strata > 1000);
 }
 
 /* What device time spends once (CUPTI's set-up at attach, its cost measurement: tens of
@@ -388,6 +460,7 @@ int main(int argc, char **argv)
 	RUN(hot_and_rare);
 	RUN(two_hot_groups);
 	RUN(window_costs);
+	RUN(strata);
 	RUN(closed_gate_cost);
 	RUN(all_fit);
 	RUN(floor_and_exhausted_budget);

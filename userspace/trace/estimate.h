@@ -3,8 +3,9 @@
  * far to trust them. Pure arithmetic, no I/O: unit-tested under ASan and UBSan.
  *
  * The design (userspace/trace/windows.c carries it out): time is cut into periods; in each
- * period a windowed group is planned a duty d, the period is cut into K = ceil(1/d) equal
- * slots and one slot, drawn uniformly, is attached. Every instant of the period is then
+ * period a windowed group is planned a duty d, the period (or each of its equal parts, where
+ * the group's windows are cheap: governor.c's strata) is cut into K = ceil(1/d) equal slots
+ * and one slot, drawn uniformly, is attached. Every instant of the period is then
  * observed with probability 1/K whatever the job does at that instant: bursts, idle
  * phases, two threads, a job period that matches the window period. A call seen in a
  * window of inclusion probability p counts 1/p (Horvitz-Thompson), so the sum over

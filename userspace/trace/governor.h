@@ -48,9 +48,14 @@ struct gov_group {
 	int every;	 /* out: its windows' period in periods (a power of two): a window whose
 			  * fixed cost would take more than half its share each period comes once
 			  * in EVERY */
+	int strata;	 /* out: windows per period (a power of two), each in its own equal part
+			  * of the period (governor__plan says when) */
 };
 
-#define GOV_EVERY_MAX 32 /* a power of two */
+#define GOV_EVERY_MAX 32	     /* a power of two */
+#define GOV_STRATA_MAX 8	     /* a power of two */
+#define GOV_STRATUM_MIN_WINDOW 0.005 /* seconds: no window shorter for strata's sake */
+#define GOV_STRATUM_MIN_PART 0.1     /* seconds: nor a part (an attach's warm-up takes up to 20 ms) */
 
 struct governor {
 	double budget;	     /* fraction of a thread's time, e.g. 0.01 */

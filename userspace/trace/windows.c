@@ -231,6 +231,10 @@ static void open_window(struct windows *w, int g)
 	r->group = g;
 	r->period = w->pi;
 	r->weight = s->weight;
+	/* segments before it whose window never opened: it stands in for them too */
+	if (s->owed > 0 && s->seg.end > s->seg.start)
+		r->weight *= 1 + s->owed / (s->seg.weight * (s->seg.end - s->seg.start));
+	s->owed = 0;
 	r->planned = s->slot_len > 0 ? s->slot_len : s->wclose - s->wopen;
 	s->slot_len = 0;
 	{
@@ -359,25 +363,25 @@ static void guard_check(struct windows *w, double t)
 	}
 }
 
-/* The budget is well below what the plan needs at the least (its floors): said once,
- * when every windowed group's cost is measured, with what to change. A plan a little
- * over it (the agent's, at 1%: 1.09%, a group at its floor) is said in the profile's
- * `cuda cost:` comment only. Under w->lock. */
-static void warn_floored(struct windows *w)
+/* The window planned for S's segment never opened (the thread woke after the segment, or
+ * after the period, ended: a warm-up of 20 ms was seen, past parts of 25 ms): the next
+ * window stands in for that time, as one moved past its slot does for its slot (lost, it
+ * made the estimate 25% low with 8 parts a 0.2 s period). */
+static void miss(struct windows *w, struct gstate *s)
 {
-	const struct governor *gv = w->gv;
-	double freq = gv->sample_cost > 0 ? gv->cpu_cost / gv->sample_cost : 0;
+	s->pending = false;
+	s->owed += s->seg.weight * (s->seg.end - s->seg.start);
+	w->missed++;
+}
 
-	if (w->warned_floor || !gv->floored || gv->exact || governor__overhead(gv) < FLOOR_WARN * gv->budget)
-		return;
-	for (int g = 0; g < gv->ngroups; g++)
-		if (!gv->g[g].always && !gv->g[g].measured)
-			return;
-	w->warned_floor = true;
-	pr_warn("the overhead budget of %.3g%% is below what gpubpf needs at the least: CPU sampling at %.0f Hz "
-		"takes %.3g%% of a thread's time, and each windowed group at least %.3g%% of every period; "
-		"planned %.3g%% (lower -F, or raise --overhead-budget)",
-		100 * gv->budget, freq, 100 * gv->cpu_cost, 100 * gv->min_duty, 100 * governor__overhead(gv));
+/* Part I of the current period's STRATA equal parts (the last ends with the period). */
+static struct est_segment stratum(const struct windows *w, int i, int strata)
+{
+	double len = w->period / strata;
+	struct est_segment seg = {.start = w->period_start + i * len, .weight = 1};
+
+	seg.end = i + 1 < strata ? seg.start + len : w->period_start + w->period;
+	return seg;
 }
 
 static void new_period(struct windows *w)
@@ -386,16 +390,21 @@ static void new_period(struct windows *w)
 	pthread_mutex_lock(&w->lock);
 	governor__repay(w->gv, w->period);
 	governor__plan(w->gv);
-	warn_floored(w);
+	windows_warn_floored(w);
 	pthread_mutex_unlock(&w->lock);
 	for (int g = 0; g < CG__COUNT; g++) {
 		struct gstate *s = &w->gs[g];
-		struct est_segment seg = {.start = w->period_start, .end = w->period_start + w->period, .weight = 1};
+		bool first = !w->gv->g[g].measured;
 
 		if (!s->windowed)
 			continue;
 		close_window(w, g, false, false);
-		plan_segment(w, g, seg, w->gv->g[g].duty, !w->gv->g[g].measured);
+		if (s->pending)
+			miss(w, s);
+		/* one slot in each part of the period (governor.c, strata_for) */
+		s->strata = !first && w->gv->g[g].strata > 1 ? w->gv->g[g].strata : 1;
+		s->stratum = 0;
+		plan_segment(w, g, stratum(w, 0, s->strata), w->gv->g[g].duty, first);
 		/* open from the boundary: the probes stay, the calls go to the new window */
 		if (s->wopen <= w->period_start)
 			open_window(w, g);
@@ -432,6 +441,11 @@ static void *run(void *arg)
 			t = now_s();
 			if (s->cur && t >= s->wclose)
 				end_window(w, g, t);
+			/* the window of this part of the period is over (or was dropped): the next */
+			if (!s->cur && !s->pending && s->stratum + 1 < s->strata) {
+				s->stratum++;
+				plan_segment(w, g, stratum(w, s->stratum, s->strata), w->gv->g[g].duty, false);
+			}
 			if (!s->cur && s->pending && !s->attached && !s->warmed && t >= s->wopen - w->lead)
 				warm(w, g);
 			if (!s->cur && s->pending && t >= s->wopen) {
@@ -452,7 +466,7 @@ static void *run(void *arg)
 				if (t < s->wclose)
 					open_window(w, g);
 				else
-					s->pending = false; /* its segment is over: nothing left to stand in */
+					miss(w, s); /* its segment is over: the next window stands in */
 			}
 			maybe_detach(w, g, t);
 			if (s->cur && s->wclose < next)
@@ -480,9 +494,10 @@ static void *run(void *arg)
 	 * recorded), and the probes stay for the final drain. */
 	w->stop_t = now_s();
 	pr_debug("windows: %" PRIu64 " opened, %" PRIu64 " cut by the guard, %" PRIu64
-		 " opened late (%.1f ms in all), %" PRIu64
-		 " of them past their slot; probes attached %.2f ms before a window",
-		 w->windows, w->cuts, w->late, w->late_s * 1e3, w->moved, w->lead * 1e3);
+		 " opened late (%.1f ms in all), %" PRIu64 " of them past their slot, %" PRIu64
+		 " segments with none stood in for by the next; probes attached "
+		 "%.2f ms before a window",
+		 w->windows, w->cuts, w->late, w->late_s * 1e3, w->moved, w->missed, w->lead * 1e3);
 	for (int g = 0; g < CG__COUNT; g++)
 		if (w->gs[g].cur)
 			close_window(w, g, true, w->gs[g].wclose > w->stop_t);

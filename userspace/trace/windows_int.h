@@ -55,11 +55,14 @@ struct gstate {
 	double wopen, wclose; /* the slot drawn */
 	double slot_len;      /* > 0: the slot's length, when its window was moved (late) */
 	double weight;
-	bool attached;	  /* the probes are in */
-	bool warmed;	  /* the kernel warmed for the attach at the slot's start (cuda__warm) */
-	bool pending;	  /* the slot drawn is still to come */
-	bool first;	  /* the first, measuring window */
-	double detach_at; /* > 0: detach once calls in flight have returned */
+	bool attached;	     /* the probes are in */
+	bool warmed;	     /* the kernel warmed for the attach at the slot's start (cuda__warm) */
+	bool pending;	     /* the slot drawn is still to come */
+	bool first;	     /* the first, measuring window */
+	int stratum, strata; /* the part of the period planned, of how many (governor's strata) */
+	double owed;	     /* seconds of segments whose window never opened (the thread woke too
+			      * late), at weight 1: the next window stands in for them */
+	double detach_at;    /* > 0: detach once calls in flight have returned */
 	struct wrec *cur;
 	double look_t;
 	uint64_t look_hits;
@@ -93,6 +96,7 @@ struct windows {
 	bool stalls;				 /* ... asked of the job by stalls (cuda__set_stall) */
 	uint64_t windows, cuts;
 	uint64_t late, moved; /* windows opened late (> LATE_S), moved past their slot */
+	uint64_t missed;      /* segments with no window, stood in for by the next (owed) */
 	double late_s;	      /* how late those opened, in all */
 	unsigned short xsubi[3];
 	bool no_estimates; /* the agent: no per-period estimates kept (windows__no_estimates) */
@@ -105,5 +109,9 @@ struct windows {
  * thread's probe time with no window open since the last window (windows_books.c). */
 void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busiest, double *all, double *hits,
 			  double *closed);
+
+/* The budget is well below the plan's floors: said once, with what to change (under
+ * w->lock; windows_report.c). */
+void windows_warn_floored(struct windows *w);
 
 #endif /* GPUBPF_WINDOWS_INT_H */

@@ -41,6 +41,11 @@ void windows__duty_text(const struct governor *gv, char *buf, size_t len)
 		if (gv->g[g].always)
 			continue;
 		n = snprintf(buf + off, len - off, "%s%s %.3g%%", off ? ", " : "", gv->g[g].name, 100 * gv->g[g].duty);
+		if (n >= 0 && gv->g[g].strata > 1 && gv->g[g].duty < 1 && off + (size_t)n < len) {
+			int m = snprintf(buf + off + n, len - off - (size_t)n, " in %d windows", gv->g[g].strata);
+
+			n = m < 0 ? m : n + m;
+		}
 		if (n < 0)
 			break;
 		off += (size_t)n;
@@ -173,6 +178,27 @@ static void traps_range(const struct windows_summary *sum, double secs, double t
 		*hi = total + (sum->trap_scale.hi - mid) * traps;
 }
 
+/* The budget is well below what the plan needs at the least (its floors): said once,
+ * when every windowed group's cost is measured, with what to change. A plan a little
+ * over it (the agent's, at 1%: 1.09%, a group at its floor) is said in the profile's
+ * `cuda cost:` comment only. Under w->lock. */
+void windows_warn_floored(struct windows *w)
+{
+	const struct governor *gv = w->gv;
+	double freq = gv->sample_cost > 0 ? gv->cpu_cost / gv->sample_cost : 0;
+
+	if (w->warned_floor || !gv->floored || gv->exact || governor__overhead(gv) < FLOOR_WARN * gv->budget)
+		return;
+	for (int g = 0; g < gv->ngroups; g++)
+		if (!gv->g[g].always && !gv->g[g].measured)
+			return;
+	w->warned_floor = true;
+	pr_warn("the overhead budget of %.3g%% is below what gpubpf needs at the least: CPU sampling at %.0f Hz "
+		"takes %.3g%% of a thread's time, and each windowed group at least %.3g%% of every period; "
+		"planned %.3g%% (lower -F, or raise --overhead-budget)",
+		100 * gv->budget, freq, 100 * gv->cpu_cost, 100 * gv->min_duty, 100 * governor__overhead(gv));
+}
+
 /* What of a thread's delay slows the job: the stalls' share over every windowed group's
  * gaps where it is surely below 1 (a device's queue set the pace part of the time, and
  * the delay came out of the thread's waits on it); else all of it, as the budget assumes
@@ -221,10 +247,11 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 	if (w) {
 		profile__add_comment(
 		    prof,
-		    "cuda: sampled windows under a %.3g%% overhead budget: one window a period (%.3g s) per group, "
-		    "its slot drawn at random, so every instant is seen with a known probability and each call seen "
-		    "counts 1/p; last duty cycles: %s (allocations and name lookups always attached); counts, bytes "
-		    "and waits of windowed groups are estimates of the whole recording",
+		    "cuda: sampled windows under a %.3g%% overhead budget: periods of %.3g s, one window per group in "
+		    "each (or in each of its equal parts, where the group's windows are cheap), its slot drawn at "
+		    "random, so every instant is seen with a known probability and each call seen counts 1/p; last "
+		    "duty cycles: %s (allocations and name lookups always attached); counts, bytes and waits of "
+		    "windowed groups are estimates of the whole recording",
 		    budget_pct, w->period, duty);
 		for (int g = 0; g < CG__COUNT; g++) {
 			if (!w->gs[g].windowed)
