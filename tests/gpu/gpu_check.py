@@ -50,6 +50,7 @@ ITERS_EST = int(os.environ.get("ITERS_EST", "3000"))
 SELFTEST = bool(os.environ.get("SELFTEST"))
 ROUNDS = int(os.environ.get("ROUNDS") or (1 if os.environ.get("QUICK") or SELFTEST else 3))
 SURVIVE_RUNS = int(os.environ.get("SURVIVE_RUNS") or (1 if SELFTEST else 4))
+RESIDUE_RUNS = int(os.environ.get("RESIDUE_RUNS") or 4)  # pairs of cupti_cost --residue, ~2 s each
 
 rows = []
 failed = 0
@@ -473,6 +474,24 @@ def check_cupti():
     result("13", "a window's set-up / teardown with cuptiFinalize (us)",
            "%.0f (first %.0f) / %.0f" % (us.get("window-start-after-finalize", 0), us.get("window-start", 0),
                                          us.get("window-end-finalize", 0)), "measured", "INFO")
+    # What a job pays between windows, CUPTI finalized after one, against a job that never
+    # had CUPTI: processes of their own, alternating (3090 against 2913 ns in one process
+    # on the last H100 run, 3 s apart, and gpubpf counts nothing of it; docs/BENCHMARKS.md)
+    res = {"never": [], "finalized": []}
+    for r in range(RESIDUE_RUNS):
+        for m in ("never", "finalized") if r % 2 == 0 else ("finalized", "never"):
+            rc3, out3 = run("cupti-residue-%s-%d" % (m, r), [exe, "50000", "--residue", m])
+            mm = re.search(r"state=residue-%s call_ns=([\d.]+) loop_per_sec=([\d.]+)" % m, out3)
+            if rc3 == 0 and mm:
+                res[m].append((float(mm.group(1)), float(mm.group(2))))
+    if not res["never"] or not res["finalized"]:
+        result("13", "a launch after one window and cuptiFinalize", "cupti_cost --residue failed", "runs", "FAIL")
+        return
+    cn, cf = med([x[0] for x in res["never"]]), med([x[0] for x in res["finalized"]])
+    ln, lf = med([x[1] for x in res["never"]]), med([x[1] for x in res["finalized"]])
+    result("13", "a launch once CUPTI was finalized / never set up (processes alternating, medians of %d)"
+           % RESIDUE_RUNS, "%.0f / %.0f ns (%+.1f%%); loop %.0f / %.0f /s (%+.1f%%)"
+           % (cf, cn, 100 * (cf / cn - 1), lf, ln, 100 * (lf / ln - 1)), "measured", "INFO")
 
 
 def check_throughput():

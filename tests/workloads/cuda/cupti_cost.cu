@@ -7,6 +7,8 @@
 // callbacks one by one (cuptiEnableCallback) instead of whole domains. --decay (last):
 // a 10 ms window, then the call's cost in 50 ms slices for 3 s, with CUPTI left
 // subscribed and with it finalized, and what opening and closing a window takes.
+// --residue never|finalized (last): a launch's cost in a process where CUPTI was never set
+// up, or was for one 10 ms window and then finalized; run the two alternately.
 // For each state: the launch call's own time, in ns (host clock around batches of 200
 // launches, each batch followed by a synchronize that is not timed, so that the device's
 // queue never fills and the figure is the CPU's), the median of the batches' means; and
@@ -200,6 +202,40 @@ static void decay(long n)
 	}
 }
 
+/* What a job pays after CUPTI was set up once and finalized (--residue finalized), against
+ * one where it never was (--residue never), each in a process of its own so that the two
+ * can be run alternately: gpubpf sets CUPTI up only for a window and finalizes it after,
+ * and counts nothing of a launch's cost between windows. Prints state=residue-MODE. */
+static int residue(long n, const char *mode)
+{
+	CUpti_SubscriberHandle s;
+	bool fin = !strcmp(mode, "finalized");
+	double t0;
+
+	if (!fin && strcmp(mode, "never")) {
+		fprintf(stderr, "cupti_cost: --residue takes never or finalized\n");
+		return 2;
+	}
+	check("cudaFree(0)", cudaFree(0));
+	measure("warm-up", n);
+	if (fin) {
+		check("cuptiSubscribe", cuptiSubscribe(&s, (CUpti_CallbackFunc)on_callback, NULL));
+		check("cuptiActivityRegisterCallbacks", cuptiActivityRegisterCallbacks(buf_requested, buf_completed));
+		activity(1);
+		callbacks(s, 1);
+		series("window", 0.01);
+		activity(0);
+		callbacks(s, 0);
+		check("cuptiUnsubscribe", cuptiUnsubscribe(s));
+		check("cuptiFinalize", cuptiFinalize());
+	}
+	/* as long after the window as the other mode's first call is after its warm-up */
+	for (t0 = now(); now() < t0 + 0.01;)
+		;
+	measure(fin ? "residue-finalized" : "residue-never", n);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	long n = 100000;
@@ -215,10 +251,13 @@ int main(int argc, char **argv)
 			per_cbid = true;
 		else if (!strcmp(argv[i], "--decay"))
 			return decay(n), 0;
+		else if (!strcmp(argv[i], "--residue") && i + 1 < argc)
+			return residue(n, argv[i + 1]);
 		else if (atol(argv[i]) > 0)
 			n = atol(argv[i]);
 		else {
-			fprintf(stderr, "usage: cupti_cost [LAUNCHES] [--early] [--all-kinds] [--per-cbid]\n");
+			fprintf(stderr, "usage: cupti_cost [LAUNCHES] [--early] [--all-kinds] [--per-cbid] "
+					"[--decay | --residue never|finalized]\n");
 			return 2;
 		}
 	}
