@@ -113,6 +113,21 @@ TEST(closed_gate_cost)
 	CHECK(governor__overhead(&g) > 0.02);
 }
 
+/* The strata of one hot group whose probes take UTIL of its thread, periods of PERIOD
+ * seconds; its duty into *DUTY (may be NULL). */
+static int one_group_strata(double period, double util, double *duty)
+{
+	struct governor g = gov();
+
+	g.ngroups = 1;
+	g.period = period;
+	governor__observe(&g, 0, util, util, 1000, 1);
+	governor__plan(&g);
+	if (duty)
+		*duty = g.g[0].duty;
+	return g.g[0].strata;
+}
+
 /* A hot group's windows: one slot in each equal part of the period (strata), as many as
  * keep each window GOV_STRATUM_MIN_WINDOW long and each part GOV_STRATUM_MIN_PART while
  * their fixed costs take at most a quarter of the share; the planned overhead counts every
@@ -120,6 +135,7 @@ TEST(closed_gate_cost)
 TEST(strata)
 {
 	struct governor g = gov();
+	double duty;
 
 	g.ngroups = 1;
 	g.first_hit = 2e-6;
@@ -141,19 +157,9 @@ TEST(strata)
 	governor__plan(&g);
 	CHECK(g.g[0].strata == 1);
 	/* a short period: windows of 2.4 ms already, one */
-	g = gov();
-	g.ngroups = 1;
-	g.period = 0.1;
-	governor__observe(&g, 0, 0.4, 0.4, 100000, 1);
-	governor__plan(&g);
-	CHECK(g.g[0].strata == 1);
+	CHECK(one_group_strata(0.1, 0.4, NULL) == 1);
 	/* long windows in a 0.2 s period: no part under GOV_STRATUM_MIN_PART, two */
-	g = gov();
-	g.ngroups = 1;
-	g.period = 0.2;
-	governor__observe(&g, 0, 0.012, 0.012, 1000, 1);
-	governor__plan(&g);
-	CHECK(g.g[0].duty > 0.5 && g.g[0].strata == 2);
+	CHECK(one_group_strata(0.2, 0.012, &duty) == 2 && duty > 0.5);
 	/* device time (a window's set-up of its own), groups whole, --exact: one */
 	g = gov();
 	g.ngroups = 2;

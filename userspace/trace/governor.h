@@ -17,11 +17,12 @@
  *   a launch, measured in the job by the injection library, and its switches (cupti_win.c).
  * A group's cost while attached is `util`: the fraction of its busiest thread's time its
  * probes took in the last windows (measured: the hits' cost summed per thread). With duty
- * d (the attached fraction of each period) it costs that thread d * util, plus one
- * window's fixed cost per period (its switches, its first hit, its probes in with no
- * window open). The budget left after CPU sampling is filled like water:
- * groups whose full cost fits get d = 1 (rare ones: syncs, allocations), the rest share
- * what remains equally, never below min_duty (every call site must still show up).
+ * d (the attached fraction of each period) it costs that thread d * util, plus its
+ * windows' fixed costs each period (their switches, first hits, probes in with no window
+ * open: one window a period, or one in each of 2-8 equal parts of it where they are
+ * cheap). The budget left after CPU sampling is filled like water: groups whose full
+ * cost fits get d = 1 (rare ones: syncs, allocations), the rest share what remains
+ * equally, never below min_duty (every call site must still show up).
  * What is spent once (device time's set-up of CUPTI at attach, its cost measurement, its
  * callbacks on between windows to name launch handles: milliseconds, at the start of a
  * session) is a debt: each plan keeps back what repays it within a period, at most half
@@ -49,7 +50,7 @@ struct gov_group {
 			  * fixed cost would take more than half its share each period comes once
 			  * in EVERY */
 	int strata;	 /* out: windows per period (a power of two), each in its own equal part
-			  * of the period (governor__plan says when) */
+			  * of the period, where its windows are cheap (strata_for, governor.c) */
 };
 
 #define GOV_EVERY_MAX 32	     /* a power of two */
