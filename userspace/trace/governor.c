@@ -27,8 +27,8 @@ static double fixed_cost(const struct governor *gv, const struct gov_group *g)
  * each. A window's calls then stand for its part of the period only, so a recording's ends
  * (a job that starts or exits inside a period) and a job's changes of pace weigh on fewer
  * calls each: with one slot a 1 s period, the draw put a whole period's calls, or none, on
- * where that slot fell (a 4 s launch loop came out -26% to +19% of its count, -1.5% to
- * +4% in 4 parts; docs/DESIGN.md). As many parts as keep each window
+ * where that slot fell (a 4 s launch loop came out -26% to +19% of its count, -10% to +4%
+ * in 4 parts; docs/DESIGN.md). As many parts as keep each window
  * GOV_STRATUM_MIN_WINDOW long and each part GOV_STRATUM_MIN_PART (a window thread late by
  * an attach's warm-up missed whole parts of 25 ms), at most GOV_STRATA_MAX, while their
  * fixed costs (switches, first hits, probes in with no window open) take at most a quarter
