@@ -22,7 +22,7 @@ struct cpu_counts {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, CPU_COUNTS_ENTRIES);
 	__type(key, struct cpu_key);
-	__type(value, __u64);
+	__type(value, struct cpu_val);
 };
 struct cpu_counts counts0 SEC(".maps");
 struct cpu_counts counts1 SEC(".maps");
@@ -36,12 +36,51 @@ struct {
 	__type(value, __u32);
 } clock_owner SEC(".maps");
 
+/* A thread's CPU time (task_struct.se.sum_exec_runtime) at its last sample on its own
+ * clock, and its start time (a tid used again is another thread). */
+struct thread_clock {
+	__u64 runtime;
+	__u64 start;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, struct thread_clock);
+} thread_clock SEC(".maps");
+
+/* The sampling period in ns (set by userspace before load): what a sample stands for
+ * where the thread's own CPU time is not known. */
+const volatile __u64 period_ns = 0;
+
 /* What the program costs a target's sample, timed here (its stack walks, Python frames):
  * the governor adds it to the calibrated cost of a sample (userspace/trace/cpu.c). */
 __u64 prog_ns = 0;
 __u64 prog_runs = 0;
 
 static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 tid);
+
+/* The CPU time a sample of thread TID on its own clock stands for: what the thread ran
+ * since its last sample, by the scheduler's count. Its clock's timer counts the time the
+ * thread holds a CPU, and on a virtual machine that includes the time the host took the
+ * CPU away (steal): a thread that held it then got samples for time it never ran (one
+ * stolen 100 ms is 10 samples at 99 Hz). The scheduler's count leaves steal out, and its
+ * sum over a thread's samples is the CPU time it ran between its first and its last,
+ * however the samples fell. A thread's first sample, or one where the count is unknown,
+ * stands for a period. */
+static __always_inline __u64 sample_cpu_ns(__u32 tid)
+{
+	struct thread_clock now = {task_u64(task_off.runtime), task_u64(task_off.start_time)}, *last;
+	__u64 ns = period_ns;
+
+	if (!task_off.runtime)
+		return ns;
+	last = bpf_map_lookup_elem(&thread_clock, &tid);
+	if (last && last->start == now.start)
+		ns = now.runtime > last->runtime ? now.runtime - last->runtime : 0;
+	bpf_map_update_elem(&thread_clock, &tid, &now, BPF_ANY);
+	return ns;
+}
 
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
@@ -62,7 +101,8 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 tgid, _
 {
 	__u32 buf = buf_active & 1;
 	struct cpu_key key = {};
-	__u64 one = 1, *cnt;
+	struct cpu_val *cnt, val = {1, period_ns}; /* this sample */
+	__u64 owned = 0;
 
 	/* An event opened for a thread (not per CPU) samples one thread, unless the kernel
 	 * swaps it between threads (userspace/trace/cpu.c says when). */
@@ -71,12 +111,15 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 tgid, _
 		__u64 evk = (__u64)ev;
 		__u32 *last = bpf_map_lookup_elem(&clock_owner, &evk);
 
-		if (BPF_CORE_READ(ev, hw.target) && (!last || *last != tid)) {
+		owned = (__u64)BPF_CORE_READ(ev, hw.target);
+		if (owned && (!last || *last != tid)) {
 			if (last)
 				stat_inc(STAT_CLOCK_MOVED);
 			bpf_map_update_elem(&clock_owner, &evk, &tid, BPF_ANY);
 		}
 	}
+	if (owned)
+		val.cpu_ns = sample_cpu_ns(tid);
 
 	key.tgid = tgid;
 	key.tid = tid;
@@ -88,16 +131,17 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 tgid, _
 
 	void *counts = buf ? (void *)&counts1 : (void *)&counts0;
 	cnt = bpf_map_lookup_elem(counts, &key);
-	if (cnt) {
-		__sync_fetch_and_add(cnt, 1);
-	} else if (bpf_map_update_elem(counts, &key, &one, BPF_NOEXIST)) {
+	if (!cnt && bpf_map_update_elem(counts, &key, &val, BPF_NOEXIST)) {
 		/* Lost the race to another CPU (-EEXIST) or the map is full. */
 		cnt = bpf_map_lookup_elem(counts, &key);
 		if (!cnt) {
 			stat_inc(STAT_MAP_FULL);
 			return 0;
 		}
-		__sync_fetch_and_add(cnt, 1);
+	}
+	if (cnt) {
+		__sync_fetch_and_add(&cnt->samples, 1);
+		__sync_fetch_and_add(&cnt->cpu_ns, val.cpu_ns);
 	}
 	stat_inc(STAT_SAMPLES);
 	return 0;

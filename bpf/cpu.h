@@ -16,4 +16,10 @@ struct cpu_key {
 	__u32 names;   /* the thread's names when sampled (struct comm_key) */
 };
 
+/* What the counts maps hold for a key. */
+struct cpu_val {
+	__u64 samples;
+	__u64 cpu_ns; /* the CPU time they stand for (bpf/cpu.bpf.c: sample_cpu_ns) */
+};
+
 #endif /* GPUBPF_CPU_H */

@@ -48,11 +48,13 @@ struct gpubpf_comm {
 struct task_offsets {
 	__u32 group_leader;
 	__u32 comm;
-	__u32 fsbase; /* thread.fsbase (x86-64) */
-	__u32 nvcsw;  /* voluntary context switches: a thread that slept (0: unknown) */
-	__u32 nivcsw; /* involuntary ones: a thread preempted (0: unknown) */
-	__u32 utime;  /* the thread's CPU time (ns) in user mode ... */
-	__u32 stime;  /* ... and in the kernel: its probes' cost, timed in the job (0: unknown) */
+	__u32 fsbase;	  /* thread.fsbase (x86-64) */
+	__u32 nvcsw;	  /* voluntary context switches: a thread that slept (0: unknown) */
+	__u32 nivcsw;	  /* involuntary ones: a thread preempted (0: unknown) */
+	__u32 utime;	  /* the thread's CPU time (ns) in user mode ... */
+	__u32 stime;	  /* ... and in the kernel: its probes' cost, timed in the job (0: unknown) */
+	__u32 runtime;	  /* se.sum_exec_runtime: the CPU time it ran, steal excluded (0: unknown) */
+	__u32 start_time; /* when it started (ns, monotonic): a tid used again is another thread */
 };
 
 /* Value of the targets map: why a process is traced. */

@@ -17,11 +17,13 @@
  *	union { int a; struct { long b; struct task_struct *group_leader; }; };  @8, leader @16
  *	char comm[16];                      @24
  *	const thread_t thread;              @40, fsbase @48
+ *	struct sched_entity se;             @56, sum_exec_runtime @64
+ *	unsigned long start_time;           @72
  * }; */
 static struct btf *sample(void)
 {
 	struct btf *b = btf__new_empty();
-	int i_int, i_long, i_ulong, i_char, th, cth, ptask, arr, anon_s, anon_u;
+	int i_int, i_long, i_ulong, i_char, th, cth, ptask, arr, anon_s, anon_u, se;
 
 	if (!b)
 		return NULL;
@@ -41,11 +43,16 @@ static struct btf *sample(void)
 	anon_u = btf__add_union(b, NULL, 16);
 	btf__add_field(b, "a", i_int, 0, 0);
 	btf__add_field(b, NULL, anon_s, 0, 0);
-	btf__add_struct(b, "task_struct", 56);
+	se = btf__add_struct(b, "sched_entity", 16);
+	btf__add_field(b, "load", i_long, 0, 0);
+	btf__add_field(b, "sum_exec_runtime", i_ulong, 64, 0);
+	btf__add_struct(b, "task_struct", 80);
 	btf__add_field(b, "state", i_int, 0, 0);
 	btf__add_field(b, NULL, anon_u, 64, 0);
 	btf__add_field(b, "comm", arr, 192, 0);
 	btf__add_field(b, "thread", cth, 320, 0);
+	btf__add_field(b, "se", se, 448, 0);
+	btf__add_field(b, "start_time", i_ulong, 576, 0);
 	return b;
 }
 
@@ -68,6 +75,8 @@ TEST(synthetic_btf)
 	CHECK(member > 0 && kbtf__member_offset(b, member, "fsbase", NULL) == 8); /* const, typedef resolved */
 	CHECK(kbtf__task_offsets_from(b, &off) == 0);
 	CHECK(off.group_leader == 16 && off.comm == 24 && off.fsbase == 48);
+	CHECK_INT(off.runtime, 64); /* se's offset plus sum_exec_runtime's in it */
+	CHECK_INT(off.start_time, 72);
 	btf__free(b);
 }
 
@@ -91,6 +100,10 @@ TEST(running_kernel)
 	CHECK_INT(off.nivcsw, off.nvcsw + 8);
 	/* utime and stime (u64 ns each) are both found, aligned and apart */
 	CHECK(off.utime > 0 && off.stime > 0 && off.utime % 8 == 0 && off.stime % 8 == 0 && off.utime != off.stime);
+	/* se.sum_exec_runtime (u64 ns, in an embedded struct) and start_time: aligned, apart
+	 * from each other and from utime */
+	CHECK(off.runtime > 0 && off.runtime % 8 == 0 && off.start_time > 0 && off.start_time % 8 == 0);
+	CHECK(off.runtime != off.start_time && off.runtime != off.utime && off.start_time != off.utime);
 }
 
 int main(int argc, char **argv)

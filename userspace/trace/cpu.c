@@ -27,10 +27,11 @@ struct cpu_sampler {
 	struct cpu_bpf *skel;
 	struct bpf_link **links;
 	int *pfds;
-	int nfds;      /* one per CPU, or one per target thread */
-	bool per_task; /* each target thread sampled on its own clock */
-	int hold_fd;   /* the command's event that is not inherited (open_uninherited), or -1 */
-	bool on_task;  /* told of the targets' new threads (unclone) */
+	int nfds;	  /* one per CPU, or one per target thread */
+	bool per_task;	  /* each target thread sampled on its own clock */
+	int hold_fd;	  /* the command's event that is not inherited (open_uninherited), or -1 */
+	bool on_task;	  /* told of the targets' new threads (unclone) */
+	bool unswappable; /* the kernel never swaps the events of two threads (open_own_clocks) */
 	const char *event;
 	uint32_t ev_type; /* the event opened (cycles or cpu-clock) */
 	uint64_t ev_config;
@@ -215,6 +216,36 @@ static int open_task_events(struct cpu_sampler *c, struct perf_event_attr *attr)
 	return err;
 }
 
+static void reset_events(struct cpu_sampler *c)
+{
+	close_events(c);
+	free(c->pfds);
+	free(c->links);
+	c->pfds = NULL;
+	c->links = NULL;
+}
+
+/* Each thread on its own clock, none swapped with another's: a context that holds an
+ * inherited event sampling PERF_SAMPLE_READ is never swapped (kernel 6.12 and later; the
+ * read itself costs nothing, the BPF program takes the sample). Before 6.12 such an
+ * event is refused (EINVAL): then the command's uninherited event and unclone keep
+ * threads apart. */
+static int open_own_clocks(struct cpu_sampler *c, struct perf_event_attr *attr)
+{
+	int err;
+
+	attr->sample_type = PERF_SAMPLE_READ | PERF_SAMPLE_TID; /* TID: required with it */
+	err = open_task_events(c, attr);
+	if (err == -EINVAL) {
+		reset_events(c);
+		attr->sample_type = 0;
+		err = open_task_events(c, attr);
+	}
+	c->unswappable = !err && attr->sample_type;
+	attr->sample_type = 0;
+	return err;
+}
+
 /* Hardware cycles where a PMU exists, else the software cpu-clock (always here, in a VM). */
 static int open_events(struct cpu_sampler *c)
 {
@@ -237,15 +268,11 @@ static int open_events(struct cpu_sampler *c)
 	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
 		attr.type = kinds[k].type;
 		attr.config = kinds[k].config;
-		err = c->per_task ? open_task_events(c, &attr) : open_cpu_events(c, &attr);
+		err = c->per_task ? open_own_clocks(c, &attr) : open_cpu_events(c, &attr);
 		if (err == -E2BIG) {
 			pr_warn("more than %d target threads: sampling per CPU, not each thread on its own clock",
 				MAX_TASK_EVENTS);
-			close_events(c);
-			free(c->pfds);
-			free(c->links);
-			c->pfds = NULL;
-			c->links = NULL;
+			reset_events(c);
 			c->per_task = false;
 			err = open_cpu_events(c, &attr);
 		}
@@ -255,11 +282,7 @@ static int open_events(struct cpu_sampler *c)
 			c->ev_config = kinds[k].config;
 			break;
 		}
-		close_events(c);
-		free(c->pfds);
-		free(c->links);
-		c->pfds = NULL;
-		c->links = NULL;
+		reset_events(c);
 		c->per_task = !c->s->opts->all && !c->s->opts->host_wide;
 	}
 	if (err) {
@@ -267,7 +290,10 @@ static int open_events(struct cpu_sampler *c)
 		return err;
 	}
 	pr_debug("sampling %s at %d Hz, %s (%d events)", c->event, c->s->opts->freq,
-		 c->per_task ? "each target thread on its own clock" : "per CPU", c->nfds);
+		 !c->per_task	  ? "per CPU"
+		 : c->unswappable ? "each target thread on its own clock, never swapped"
+				  : "each target thread on its own clock, threads uncloned as they start",
+		 c->nfds);
 	for (int i = 0; i < c->nfds; i++) {
 		c->links[i] = bpf_program__attach_perf_event(c->skel->progs.on_cpu_sample, c->pfds[i]);
 		if (!c->links[i]) {
@@ -295,6 +321,7 @@ struct cpu_sampler *cpu__new(struct session *s, int targets_fd, int comms_fd)
 		goto fail;
 	}
 	SESSION_SET_RODATA(c->skel->rodata, s);
+	c->skel->rodata->period_ns = (uint64_t)s->period_ns;
 	stacks__test_size(c->skel->maps.stacks0, c->skel->maps.stacks1);
 	err = session__share_maps(s, c->skel->obj, targets_fd, comms_fd);
 	if (err) {
@@ -310,7 +337,7 @@ struct cpu_sampler *cpu__new(struct session *s, int targets_fd, int comms_fd)
 	err = open_events(c);
 	if (err)
 		goto fail;
-	if (c->per_task) {
+	if (c->per_task && !c->unswappable) {
 		procs__set_on_task(s->procs, unclone, c);
 		c->on_task = true;
 	}
@@ -348,20 +375,20 @@ static int drain_buffer(struct cpu_sampler *c, unsigned buf)
 	size_t nids = 0;
 	int err;
 
-	err = stacks__take(bpf_map__fd(counts), sizeof(struct cpu_key), sizeof(uint64_t), bpf_map__max_entries(counts),
-			   &t);
+	err = stacks__take(bpf_map__fd(counts), sizeof(struct cpu_key), sizeof(struct cpu_val),
+			   bpf_map__max_entries(counts), &t);
 	if (!err && t.n && !(ids = malloc(2 * t.n * sizeof(*ids))))
 		err = -ENOMEM;
 	for (size_t i = 0; i < t.n && !err; i++) {
 		struct cpu_key key;
-		uint64_t count;
+		struct cpu_val val;
 		int nk, nu, tk, tu;
 
 		memcpy(&key, t.keys + i * sizeof(key), sizeof(key));
-		memcpy(&count, t.vals + i * sizeof(count), sizeof(count));
+		memcpy(&val, t.vals + i * sizeof(val), sizeof(val));
 		ids[nids++] = key.kstack;
 		ids[nids++] = key.ustack;
-		if (!count)
+		if (!val.samples)
 			continue;
 		nk = stacks__read(&sm, key.kstack, kips, &tk);
 		nu = stacks__read(&sm, key.ustack, uips, &tu);
@@ -370,12 +397,12 @@ static int drain_buffer(struct cpu_sampler *c, unsigned buf)
 			procs__note_pid(s->procs, (int)key.tgid);
 
 		SESSION_VALUES(values);
-		values[s->t_samples] = (int64_t)count;
-		values[s->t_cpu_ns] = (int64_t)count * s->period_ns;
+		values[s->t_samples] = (int64_t)val.samples;
+		values[s->t_cpu_ns] = (int64_t)val.cpu_ns;
 		err = session__add_stack_sample_py(s, key.tgid, key.tid, key.names, kips, nk, uips, nu, key.pystack,
 						   NULL, 0, NULL, 0, values);
 		if (!err)
-			c->samples += count;
+			c->samples += val.samples;
 	}
 	/* Nothing writes this buffer now: empty it for its next turn. */
 	stacks__clear_ids(&sm, ids, nids);

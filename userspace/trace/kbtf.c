@@ -61,8 +61,8 @@ long kbtf__member_offset(const struct btf *btf, int type_id, const char *name, i
 
 int kbtf__task_offsets_from(const struct btf *btf, struct task_offsets *out)
 {
-	int task = btf__find_by_name_kind(btf, "task_struct", BTF_KIND_STRUCT), thread = 0;
-	long leader, comm, th, fs = -ENOENT, nv;
+	int task = btf__find_by_name_kind(btf, "task_struct", BTF_KIND_STRUCT), thread = 0, se_type = 0;
+	long leader, comm, th, fs = -ENOENT, nv, se, rt = -ENOENT;
 
 	memset(out, 0, sizeof(*out));
 	if (task <= 0)
@@ -91,6 +91,13 @@ int kbtf__task_offsets_from(const struct btf *btf, struct task_offsets *out)
 	out->stime = nv >= 0 ? (__u32)nv : 0;
 	if (!out->utime || !out->stime)
 		out->utime = out->stime = 0;
+	/* the CPU time a thread's sample on its own clock stands for (bpf/cpu.bpf.c) */
+	se = kbtf__member_offset(btf, task, "se", &se_type);
+	if (se >= 0)
+		rt = kbtf__member_offset(btf, se_type, "sum_exec_runtime", NULL);
+	out->runtime = rt >= 0 ? (__u32)(se + rt) : 0;
+	nv = kbtf__member_offset(btf, task, "start_time", NULL);
+	out->start_time = nv >= 0 ? (__u32)nv : 0;
 	return 0;
 }
 
