@@ -271,9 +271,9 @@ static void close_window(struct windows *w, int g, bool keep, bool cut)
 	windows_read_threads(w, g, r, &busiest, &all, &hits, &closed);
 	governor__observe(w->gv, g, busiest, all, hits, len);
 	governor__observe_closed(w->gv, g, closed);
-	pr_debug("window %u of %s: %.2f ms, its busiest thread %.3f ms in probes; %.3f ms with no window open "
-		 "before it",
-		 r->id, cuda_group_names[g], len * 1e3, busiest * 1e3, closed * 1e3);
+	pr_debug("window %u of %s: %.2f ms (%.6f-%.6f s, CLOCK_MONOTONIC), its busiest thread %.3f ms in probes; "
+		 "%.3f ms with no window open before it",
+		 r->id, cuda_group_names[g], len * 1e3, r->open, r->close, busiest * 1e3, closed * 1e3);
 	/* Timers fire late and early by a little: the window saw its slot's instants in
 	 * proportion to its length. A window cut short keeps its design weight: the rest of
 	 * its slot is sampled on its own. */

@@ -12,6 +12,9 @@
 // On a GPU the kernel busy-waits K us on the device's clock (%globaltimer); without one
 // (launches fail fast) an in-process device stands in: kernels run one after another, K
 // us each, and a launch spins while Q of them (--queue, default 1024) are pending.
+// --trace FILE (with COUNT, not --seconds) writes the CLOCK_MONOTONIC time (seconds, a
+// native double) just before each launch to FILE: the truth a window's count is checked
+// against (tests/e2e/window_truth.py).
 // Prints: "launch_loop: launches=N seconds=T launches_per_sec=X".
 // Start-up convention (GPUBPF_WL_WAIT / --wait-stdin): wl_common.c.
 #include <cstdio>
@@ -46,6 +49,8 @@ static double now(void)
 }
 
 static double spin_s, device_s;
+static double *trace; /* --trace: each launch's time, COUNT of them */
+static long traced;
 
 static void spin_until(double end)
 {
@@ -81,6 +86,8 @@ NOINLINE static long launch_n(long n)
 	unsigned long long device_ns = emulate ? 0 : (unsigned long long)(device_s * 1e9);
 
 	for (long i = 0; i < n; i++) {
+		if (trace)
+			trace[traced++] = now();
 		loop_kernel<<<1, 1>>>((int)i, nullptr, device_ns);
 		if (emulate)
 			device_launch();
@@ -94,6 +101,7 @@ int main(int argc, char **argv)
 {
 	long count = 20000L * wl_repeat(), done = 0;
 	double seconds = 0, t0, t1;
+	const char *trace_path = NULL;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
@@ -104,6 +112,8 @@ int main(int argc, char **argv)
 			device_s = atof(argv[++i]) / 1e6;
 		else if (strcmp(argv[i], "--queue") == 0 && i + 1 < argc)
 			queue = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc)
+			trace_path = argv[++i];
 		else if (argv[i][0] != '-')
 			count = atol(argv[i]);
 	}
@@ -111,6 +121,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "launch_loop: --queue must be at least 1\n");
 		return 2;
 	}
+	if (trace_path && (seconds > 0 || count < 1)) {
+		fprintf(stderr, "launch_loop: --trace needs a COUNT and no --seconds\n");
+		return 2;
+	}
+	if (trace_path && !(trace = (double *)malloc((size_t)count * sizeof(*trace))))
+		return 1;
 	wl_wait(argc, argv);
 	(void)cudaGetLastError(); /* lazy runtime init outside the timed loop */
 	if (device_s > 0) {
@@ -136,6 +152,15 @@ int main(int argc, char **argv)
 	if (emulate)
 		printf(" unpaced=%.4f", launched > queue ? (double)nowait / (double)(launched - queue) : 0.0);
 	printf("\n");
+	if (trace) {
+		FILE *f = fopen(trace_path, "wb");
+
+		if (!f || fwrite(trace, sizeof(*trace), (size_t)traced, f) != (size_t)traced || fclose(f)) {
+			fprintf(stderr, "launch_loop: cannot write %s\n", trace_path);
+			return 1;
+		}
+		free(trace);
+	}
 	free(finish);
 	return 0;
 }
