@@ -59,10 +59,22 @@ long kbtf__member_offset(const struct btf *btf, int type_id, const char *name, i
 	return member_offset(btf, type_id, name, member_type, 0);
 }
 
+/* The offset of member NAME of TYPE, or of member INNER of that member where INNER is
+ * given; 0 where either is missing (BPF then reads nothing there). */
+static __u32 offset_or_0(const struct btf *btf, int type, const char *name, const char *inner)
+{
+	int member = 0;
+	long off = kbtf__member_offset(btf, type, name, &member), in = 0;
+
+	if (off >= 0 && inner)
+		in = kbtf__member_offset(btf, member, inner, NULL);
+	return off >= 0 && in >= 0 ? (__u32)(off + in) : 0;
+}
+
 int kbtf__task_offsets_from(const struct btf *btf, struct task_offsets *out)
 {
-	int task = btf__find_by_name_kind(btf, "task_struct", BTF_KIND_STRUCT), thread = 0, se_type = 0;
-	long leader, comm, th, fs = -ENOENT, nv, se, rt = -ENOENT;
+	int task = btf__find_by_name_kind(btf, "task_struct", BTF_KIND_STRUCT);
+	long leader, comm;
 
 	memset(out, 0, sizeof(*out));
 	if (task <= 0)
@@ -74,30 +86,19 @@ int kbtf__task_offsets_from(const struct btf *btf, struct task_offsets *out)
 	out->group_leader = (__u32)leader;
 	out->comm = (__u32)comm;
 	/* thread.fsbase: x86-64 only (Python 3.10's thread match); absent elsewhere. */
-	th = kbtf__member_offset(btf, task, "thread", &thread);
-	if (th >= 0)
-		fs = kbtf__member_offset(btf, thread, "fsbase", NULL);
-	out->fsbase = fs >= 0 ? (__u32)(th + fs) : 0;
+	out->fsbase = offset_or_0(btf, task, "thread", "fsbase");
 	/* the overhead budget's estimates: whether a thread slept between two probe hits */
-	nv = kbtf__member_offset(btf, task, "nvcsw", NULL);
-	out->nvcsw = nv >= 0 ? (__u32)nv : 0;
+	out->nvcsw = offset_or_0(btf, task, "nvcsw", NULL);
 	/* ... or was preempted between two (a gap that says nothing of the probes' delay) */
-	nv = kbtf__member_offset(btf, task, "nivcsw", NULL);
-	out->nivcsw = nv >= 0 ? (__u32)nv : 0;
+	out->nivcsw = offset_or_0(btf, task, "nivcsw", NULL);
 	/* ... and how much of a closed-loop thread's time its probes' traps really took */
-	nv = kbtf__member_offset(btf, task, "utime", NULL);
-	out->utime = nv >= 0 ? (__u32)nv : 0;
-	nv = kbtf__member_offset(btf, task, "stime", NULL);
-	out->stime = nv >= 0 ? (__u32)nv : 0;
+	out->utime = offset_or_0(btf, task, "utime", NULL);
+	out->stime = offset_or_0(btf, task, "stime", NULL);
 	if (!out->utime || !out->stime)
 		out->utime = out->stime = 0;
 	/* the CPU time a thread's sample on its own clock stands for (bpf/cpu.bpf.c) */
-	se = kbtf__member_offset(btf, task, "se", &se_type);
-	if (se >= 0)
-		rt = kbtf__member_offset(btf, se_type, "sum_exec_runtime", NULL);
-	out->runtime = rt >= 0 ? (__u32)(se + rt) : 0;
-	nv = kbtf__member_offset(btf, task, "start_time", NULL);
-	out->start_time = nv >= 0 ? (__u32)nv : 0;
+	out->runtime = offset_or_0(btf, task, "se", "sum_exec_runtime");
+	out->start_time = offset_or_0(btf, task, "start_time", NULL);
 	return 0;
 }
 
