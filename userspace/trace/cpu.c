@@ -135,8 +135,9 @@ static int open_threads(struct cpu_sampler *c, struct perf_event_attr *attr, int
  * the kernel swaps their event contexts instead of stopping one thread's events and
  * starting the other's: the sampling timer runs on and fires in whichever of them runs,
  * like a per-CPU timer. Under `record --` that was most samples (632 of 684 taken by an
- * event opened for another thread; a 6:3:1 split read 53-63 / 27-36 / 10-12). Two things
- * keep threads apart:
+ * event opened for another thread; a 6:3:1 split read 53-63 / 27-36 / 10-12). Since
+ * Linux 6.12 the events ask for PERF_SAMPLE_READ and are never swapped (open_own_clocks);
+ * before it, two things keep threads apart:
  * - the command holds an event that is not inherited, from before its exec: the threads
  *   and processes it starts are never clones;
  * - a thread started by another gets an event opened on it (and closed) as soon as the
