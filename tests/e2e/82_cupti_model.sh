@@ -135,8 +135,12 @@ PY
 # A 95% interval misses the truth one run in twenty by design, and a machine busy beside
 # the job leaves the budget room for a window every 4 periods or so (the interval then
 # +-71-78% with a CPU hog beside it): a miss, or so wide an interval, is run again once;
-# so is cost_changes where a loaded machine put its measurements all after the change.
-again='in-stated-interval\|interval-useful\|cost-measured-again\|cost-follows-the-job'
+# so is cost_changes where a loaded machine put its measurements all after the change, and
+# a run with too few windows: a loaded machine can make the cost measurement at attach
+# take 4,000-10,000 launches where it takes ~400 (seen at 4ba585e and after, alone and in
+# a full run), and repaying that from the budget holds windows back (6 windows at every 2,
+# 1 of 2 clean-clone runs).
+again='in-stated-interval\|interval-useful\|cost-measured-again\|cost-follows-the-job\|windowed'
 for c in launch_bound:1000 device_bound:20000 driver_only:1000:driver nested_ids:1000:nested \
 	pytorch_replay:2000:replay cost_changes:1000:changes; do
 	IFS=: read -r name ns mode <<<"$c"
