@@ -41,11 +41,10 @@ static int strata_for(const struct governor *gv, const struct gov_group *g, doub
 	if (g->fixed > 0 || !(gv->period > 0))
 		return 1;
 	for (t.strata = 2; t.strata <= GOV_STRATA_MAX; t.strata *= 2) {
-		double d = (share - fixed_cost(gv, &t)) / full_cost(gv, &t);
+		double fc = fixed_cost(gv, &t), d = (share - fc) / full_cost(gv, &t);
 
 		if (!(d < 1) || d * gv->period / t.strata < GOV_STRATUM_MIN_WINDOW ||
-		    gv->period / t.strata < GOV_STRATUM_MIN_PART * (1 - 1e-9) ||
-		    t.strata * (governor__window_cost(gv) + g->closed) / gv->period > share / 4)
+		    gv->period / t.strata < GOV_STRATUM_MIN_PART * (1 - 1e-9) || fc > share / 4)
 			break;
 		n = t.strata;
 	}
