@@ -9,6 +9,8 @@
    that sets the pace (10 us kernels, its queue of 1,024 full: each launch waits for one to
    finish, and the probes' delay comes out of that wait: gpubpf's estimate, the probes'
    share of the thread's time, is above the job's slowdown there by design).
+   And a job that fills every CPU (launch_loop --busy: a spinning thread beside the
+   launching one on each other CPU), where gpubpf's own threads take CPU time from it.
 1r. replay: the real two-thread PyTorch timeline (tests/fixtures/gpu, H100) as a closed
    loop (each call after the previous one's real duration), its active part 4 times.
 Each row prints gpubpf's own estimate of its overhead (the summary's "overhead ~X%",
@@ -36,6 +38,7 @@ CW = os.path.join(BUILD, "workloads", "cuda")
 RUNS = int(os.environ.get("BENCH_RUNS", "9"))
 SECS = float(os.environ.get("BENCH_LAUNCH_SECS", "6"))
 OWN_SECS = int(os.environ.get("BENCH_SECS", "30"))
+BUSY = max(1, (os.cpu_count() or 2) - 1)  # launch_loop --busy: with its launching thread, every CPU
 
 
 def measure(cmd, pattern):
@@ -132,7 +135,10 @@ def launch_heavy(out):
                             ("4 us spin a launch, default", base + ["--spin-us", "4"], []),
                             ("4 us spin a launch into a device that sets the pace (10 us kernels, a full "
                              "queue: launch_loop --device-us 10), default",
-                             base + ["--spin-us", "4", "--device-us", "10"], [])):
+                             base + ["--spin-us", "4", "--device-us", "10"], []),
+                            (f"4 us spin a launch, a job that fills all {os.cpu_count()} CPUs (launch_loop --busy "
+                             f"{BUSY}: gpubpf's own CPU time comes out of the job), default",
+                             base + ["--spin-us", "4", "--busy", str(BUSY)], [])):
         alone, under, ests = [], [], []
         for _ in range(RUNS):
             alone.append(launch_rate(wl)[0])

@@ -64,7 +64,7 @@ static void add_comments(struct engine *e)
 	const struct record_opts *o = s->opts;
 	const struct cpu_stats *st = &e->st;
 	const struct cuda_stats *cs = &e->cs;
-	char cmd[1024];
+	char cmd[1024], own[512];
 	size_t off = 0;
 
 	cmd[0] = '\0';
@@ -93,9 +93,12 @@ static void add_comments(struct engine *e)
 		    (unsigned long long)cs->calls, cs->probes, cs->objects, (unsigned long long)cs->dropped,
 		    (unsigned long long)cs->lost_stacks, (unsigned long long)cs->lost_events);
 		windows__comments(e->win, e->gcost, &e->gov, s->prof, o->budget,
-				  o->exact ? "--exact" : "this kernel has no uprobe_multi links", e->elapsed);
+				  o->exact ? "--exact" : "this kernel has no uprobe_multi links", e->elapsed,
+				  owncpu__share(&e->own, e->elapsed, NULL));
 	} else
 		profile__add_comment(s->prof, "cuda: no CUDA runtime or driver entry points found in the targets");
+	owncpu__text(&e->own, e->elapsed, own, sizeof(own));
+	profile__add_comment(s->prof, "cost: %s", own);
 }
 
 /* pprof's "File:" is its first mapping: the program the user named or started, whether
@@ -156,11 +159,13 @@ static void print_summary(struct engine *e, const char *gpu_summary)
 		/* the probes' windows, CPU sampling, and device time in windows at its measured
 		 * cost per launch, counted the same */
 		double dev = cupti__overhead(e->cupti, e->elapsed, NULL), lo, hi, mid;
+		/* and gpubpf's own CPU where no CPU was idle */
+		double own_hi, own = owncpu__share(&e->own, e->elapsed, &own_hi);
 		struct est_delay js;
 
-		mid = windows__overhead(e->win, e->gcost, &e->gov, e->elapsed, &lo, &hi, &js) + dev;
-		lo += dev;
-		hi += dev;
+		mid = windows__overhead(e->win, e->gcost, &e->gov, e->elapsed, &lo, &hi, &js) + dev + own;
+		lo += dev + own;
+		hi += dev + own_hi;
 		if (e->cs.objects || dev > 0) {
 			/* where the device set the pace, what the thread paid is only partly the job's */
 			if (js.hi < 1) {
@@ -171,8 +176,10 @@ static void print_summary(struct engine *e, const char *gpu_summary)
 			} else {
 				fprintf(stderr, ", overhead ~%.2g%%", 100 * mid);
 				if (hi - lo > 0.1 * mid)
-					fprintf(stderr, " (%.2g-%.2g%%: the traps' cost in the job)", 100 * lo,
-						100 * hi);
+					fprintf(stderr, " (%.2g-%.2g%%: the traps' cost in the job%s)", 100 * lo,
+						100 * hi,
+						own_hi - own > 0.05 * mid ? ", and whom gpubpf's own CPU was taken from"
+									  : "");
 			}
 		}
 	}

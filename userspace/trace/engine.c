@@ -74,15 +74,15 @@ int engine__stop_signals(void)
 
 double engine__overhead(struct engine *e)
 {
+	double t = engine__now() - e->start, own = owncpu__share(&e->own, t, NULL);
 	uint64_t cost[CG__COUNT];
 	struct governor g;
 
 	if (!e->win || !e->cuda)
-		return governor__overhead(&e->gov);
+		return governor__overhead(&e->gov) + own;
 	cuda__group_costs(e->cuda, cost);
 	windows__governor(e->win, &g);
-	return windows__overhead(e->win, cost, &g, engine__now() - e->start, NULL, NULL, NULL) +
-	       cupti__overhead(e->cupti, engine__now() - e->start, NULL);
+	return windows__overhead(e->win, cost, &g, t, NULL, NULL, NULL) + cupti__overhead(e->cupti, t, NULL) + own;
 }
 
 /* The symbolizer keeps every object it reads open (so exited processes still resolve),
@@ -303,6 +303,7 @@ int engine__start(struct engine *e, const char *desc)
 		}
 	}
 	profile__set_time(s->prof, engine__wall_ns(), 0);
+	owncpu__start(&e->own);
 	status__init(&e->status, e->desc);
 	e->next_tick = e->start + 1.0;
 	pr_debug("recording %s", e->desc);
@@ -324,6 +325,14 @@ static void sample_cost(struct engine *e)
 	}
 }
 
+/* What gpubpf's own CPU took from the targets so far: a look, and the budget repays it. */
+static void own_look(struct engine *e)
+{
+	owncpu__look(&e->own);
+	if (e->win)
+		windows__set_own(e->win, e->own.fair);
+}
+
 /* The tick: drains, targets, new objects, symbolization, the status line. */
 static int tick(struct engine *e, double t)
 {
@@ -333,6 +342,7 @@ static int tick(struct engine *e, double t)
 	int err;
 
 	e->next_tick = t + 1.0;
+	own_look(e);
 	sample_cost(e);
 	err = cpu__drain(e->cpu, false);
 	cupti__consume_events(e->cupti); /* kernel names the CUDA drain uses */
@@ -409,6 +419,7 @@ int engine__stop(struct engine *e)
 	int err;
 
 	e->elapsed = engine__now() - e->start;
+	own_look(e); /* what follows (drains, writing) no longer runs beside the recording */
 	status__clear(&e->status);
 	/* The windows' books close before the last drain: every call gets its weight. */
 	windows__stop(e->win);

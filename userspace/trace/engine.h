@@ -27,6 +27,7 @@
 #include "cpu.h"
 #include "cuda.h"
 #include "governor.h"
+#include "owncpu.h"
 #include "session.h"
 #include "status.h"
 
@@ -43,6 +44,7 @@ struct engine {
 	struct windows *win; /* those windows, on their own thread (windows.h) */
 	double start, next_tick, elapsed;
 	struct status status;
+	struct owncpu own; /* gpubpf's own CPU time, and what of it the targets paid (owncpu.h) */
 	char desc[128];
 	bool quiet; /* no status line (the agent) */
 	/* called at the end of each tick, after the drains and symbolization (the agent cuts
@@ -66,7 +68,8 @@ enum engine_state {
 void engine__install_signals(void);
 int engine__stop_signals(void);
 
-/* What gpubpf costs the busiest target thread so far, as measured (a fraction). */
+/* What gpubpf costs the busiest target thread so far, as measured (a fraction): its probes,
+ * samples, device time, and its own CPU where no CPU was free. */
 double engine__overhead(struct engine *e);
 
 /* Seconds of CLOCK_MONOTONIC; nanoseconds of CLOCK_REALTIME. */

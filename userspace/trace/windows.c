@@ -572,14 +572,27 @@ void windows__set_device(struct windows *w, double util, double fixed)
 	pthread_mutex_unlock(&w->lock);
 }
 
-void windows__set_once(struct windows *w, double secs)
+/* The governor's debt is device time's one-off costs (OWN false) and what gpubpf's own CPU
+ * took (OWN true): SECS is one of them so far. */
+static void set_debt(struct windows *w, bool own, double secs)
 {
 	pthread_mutex_lock(&w->lock);
-	if (secs != w->gv->once) {
-		governor__spent_once(w->gv, secs);
+	*(own ? &w->once_own : &w->once_dev) = secs;
+	if (w->once_dev + w->once_own != w->gv->once) {
+		governor__spent_once(w->gv, w->once_dev + w->once_own);
 		governor__plan(w->gv);
 	}
 	pthread_mutex_unlock(&w->lock);
+}
+
+void windows__set_once(struct windows *w, double secs)
+{
+	set_debt(w, false, secs);
+}
+
+void windows__set_own(struct windows *w, double secs)
+{
+	set_debt(w, true, secs);
 }
 
 void windows__set_cpu(struct windows *w, double sample, double freq)

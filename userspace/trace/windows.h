@@ -77,6 +77,10 @@ void windows__set_device(struct windows *w, double util, double fixed);
  * of the next periods (governor__spent_once). */
 void windows__set_once(struct windows *w, double secs);
 
+/* What gpubpf's own CPU time took from a thread so far (owncpu.h: where no CPU was idle),
+ * SECS, repaid from the budget like device time's one-off costs (the two add up). */
+void windows__set_own(struct windows *w, double secs);
+
 /* A CPU sample costs SAMPLE seconds (calibrated, and its program as timed in the job):
  * CPU sampling takes FREQ times that; planned from the next period on. */
 void windows__set_cpu(struct windows *w, double sample, double freq);
@@ -104,9 +108,9 @@ double windows__overhead(struct windows *w, const uint64_t cost_ns[CG__COUNT], c
 /* The profile's comments on the windows (W; NULL: exact counts, for EXACT_WHY): per group
  * the calls seen, the estimate and its 95% confidence interval, and what gpubpf cost the
  * busiest target thread, part by part, over ELAPSED seconds (COST_NS: cuda__group_costs
- * at the end). */
+ * at the end; OWN: what gpubpf's own CPU took, owncpu__share, a part of the total). */
 struct profile;
 void windows__comments(struct windows *w, const uint64_t cost_ns[CG__COUNT], const struct governor *gv,
-		       struct profile *prof, double budget_pct, const char *exact_why, double elapsed);
+		       struct profile *prof, double budget_pct, const char *exact_why, double elapsed, double own);
 
 #endif /* GPUBPF_WINDOWS_H */

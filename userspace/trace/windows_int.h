@@ -101,6 +101,8 @@ struct windows {
 	unsigned short xsubi[3];
 	bool no_estimates; /* the agent: no per-period estimates kept (windows__no_estimates) */
 	bool warned_floor; /* said that the budget is below the plan's floors */
+	double once_dev;   /* seconds device time spent once (windows__set_once) */
+	double once_own;   /* ... and gpubpf's own CPU took from a thread (windows__set_own) */
 };
 
 /* Window R of group G just closed (its gate first; under w->lock): its threads' delay

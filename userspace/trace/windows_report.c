@@ -236,7 +236,7 @@ double windows__overhead(struct windows *w, const uint64_t cost_ns[CG__COUNT], c
 }
 
 void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const struct governor *gv,
-		       struct profile *prof, double budget_pct, const char *exact_why, double elapsed)
+		       struct profile *prof, double budget_pct, const char *exact_why, double elapsed, double own)
 {
 	struct windows_summary sum;
 	char duty[256], traps[96] = "calibrated", range[128] = "", floors[160] = "";
@@ -266,7 +266,7 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 		profile__add_comment(prof, "cuda: exact counts (%s): every probe attached all the time", exact_why);
 	}
 	/* What gpubpf cost the busiest thread, each part as measured (see --help). */
-	total = probes + always + gv->cpu_cost;
+	total = probes + always + gv->cpu_cost + own;
 	if (gv->floored && !gv->exact)
 		snprintf(floors, sizeof(floors),
 			 " (over the %.3g%% budget, held up by its floors: CPU sampling, and each windowed group at "
@@ -293,11 +293,11 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 	    "timed in the job, plus traps of %.2f us at entry and %.2f us at return, %s; %.3g%% of it with the "
 	    "probes in and no window open, attached ahead of a window or not yet out after one, measured in the "
 	    "job), %" PRIu64 " windows opened and closed (%.2f us each with its first hit, counted with the hits), "
-	    "groups never windowed %.3g%%, CPU sampling %.3g%% (%.2f us a sample); planned %.3g%%%s; a traced call "
-	    "costs %.2f us on gpubpf's own calibration call",
+	    "groups never windowed %.3g%%, CPU sampling %.3g%% (%.2f us a sample), gpubpf's own CPU where no CPU "
+	    "was idle %.3g%%; planned %.3g%%%s; a traced call costs %.2f us on gpubpf's own calibration call",
 	    100 * total, range, 100 * probes, gv->trap_entry * 1e6, gv->trap_return * 1e6, traps,
 	    100 * sum.probes_closed / (elapsed > 0 ? elapsed : 1), sum.windows, governor__window_cost(gv) * 1e6,
-	    100 * always, 100 * gv->cpu_cost, gv->sample_cost * 1e6, 100 * governor__overhead(gv), floors,
+	    100 * always, 100 * gv->cpu_cost, gv->sample_cost * 1e6, 100 * own, 100 * governor__overhead(gv), floors,
 	    gv->cost_per_hit * 1e6);
 	if (w) {
 		struct est_delay js = job_share(&sum);

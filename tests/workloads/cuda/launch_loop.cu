@@ -15,6 +15,10 @@
 // --trace FILE (with COUNT, not --seconds) writes the CLOCK_MONOTONIC time (seconds, a
 // native double) just before each launch to FILE: the truth a window's count is checked
 // against (tests/e2e/window_truth.py).
+// --busy N runs N more threads that spin for as long as the loop does: a job that fills
+// the machine's CPUs, where whatever else runs (gpubpf's own threads) takes CPU time from
+// it. The launching thread then prints its own wait for a CPU over the loop
+// (/proc/thread-self/schedstat's run_delay) as "waited=S".
 // Prints: "launch_loop: launches=N seconds=T launches_per_sec=X".
 // Start-up convention (GPUBPF_WL_WAIT / --wait-stdin): wl_common.c.
 #include <cstdio>
@@ -22,6 +26,7 @@
 #include <cstring>
 #include <ctime>
 #include <cuda_runtime.h>
+#include <pthread.h>
 
 extern "C" int wl_repeat(void);
 extern "C" void wl_wait(int argc, char **argv);
@@ -56,6 +61,30 @@ static void spin_until(double end)
 {
 	while (now() < end)
 		;
+}
+
+/* --busy: threads that spin until the loop is done */
+static int busy_stop;
+
+static void *busy_thread(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&busy_stop, __ATOMIC_RELAXED))
+		;
+	return NULL;
+}
+
+/* The calling thread's wait for a CPU so far (seconds; -1: unknown): the kernel's
+ * schedstat run_delay. */
+static double run_delay(void)
+{
+	unsigned long long run, wait;
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+	int n = f ? fscanf(f, "%llu %llu", &run, &wait) : 0;
+
+	if (f)
+		fclose(f);
+	return n == 2 ? (double)wait / 1e9 : -1;
 }
 
 /* The device that stands in where there is none: the finish times of the last QUEUE
@@ -100,8 +129,10 @@ NOINLINE static long launch_n(long n)
 int main(int argc, char **argv)
 {
 	long count = 20000L * wl_repeat(), done = 0;
-	double seconds = 0, t0, t1;
+	double seconds = 0, t0, t1, w0 = 0, w1 = 0;
 	const char *trace_path = NULL;
+	int nbusy = 0;
+	pthread_t busy[64];
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
@@ -114,8 +145,14 @@ int main(int argc, char **argv)
 			queue = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc)
 			trace_path = argv[++i];
+		else if (strcmp(argv[i], "--busy") == 0 && i + 1 < argc)
+			nbusy = atoi(argv[++i]);
 		else if (argv[i][0] != '-')
 			count = atol(argv[i]);
+	}
+	if (nbusy < 0 || nbusy > 64) {
+		fprintf(stderr, "launch_loop: --busy takes 0 to 64 threads\n");
+		return 2;
 	}
 	if (queue < 1) {
 		fprintf(stderr, "launch_loop: --queue must be at least 1\n");
@@ -137,6 +174,12 @@ int main(int argc, char **argv)
 		if (!finish)
 			return 1;
 	}
+	for (int i = 0; i < nbusy; i++)
+		if (pthread_create(&busy[i], NULL, busy_thread, NULL)) {
+			fprintf(stderr, "launch_loop: cannot start a --busy thread\n");
+			return 1;
+		}
+	w0 = run_delay();
 	t0 = now();
 	if (seconds > 0) {
 		while (now() - t0 < seconds)
@@ -147,8 +190,14 @@ int main(int argc, char **argv)
 	if (device_s > 0 && !emulate)
 		(void)cudaDeviceSynchronize(); /* the kernels' time is the loop's */
 	t1 = now();
+	w1 = run_delay();
+	__atomic_store_n(&busy_stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < nbusy; i++)
+		pthread_join(busy[i], NULL);
 	printf("launch_loop: launches=%ld seconds=%.6f launches_per_sec=%.0f%s", done, t1 - t0,
 	       t1 > t0 ? done / (t1 - t0) : 0.0, device_s > 0 ? (emulate ? " device=emulated" : " device=gpu") : "");
+	if (nbusy && w0 >= 0 && w1 >= 0)
+		printf(" waited=%.6f", w1 - w0);
 	if (emulate)
 		printf(" unpaced=%.4f", launched > queue ? (double)nowait / (double)(launched - queue) : 0.0);
 	printf("\n");

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# gpubpf's own CPU time, where no CPU it may use is idle, is taken from the job: counted in
+# the estimated overhead (owncpu.h). A job that fills the machine (launch_loop --busy: a
+# launching thread and spinning ones, one per CPU) against one that leaves a CPU free. The
+# kernel's own books say where the time went: the launching thread's wait for a CPU
+# (schedstat's run_delay, printed by the workload as "waited=") rises under gpubpf by a good
+# part of what gpubpf says it displaced (0.34-0.9 of it here, where a thread's fair share
+# is a half).
+source "$(dirname "$0")/lib.sh"
+need_root
+need_go
+if [ "${HAVE_CUDA:-}" != 1 ] || [ ! -x "$WL/cuda/launch_loop" ]; then
+	skip all "CUDA is not installed here (no nvcc/libcudart): the job is a CUDA launch loop"
+	exit 0
+fi
+ncpu=$(nproc)
+
+# own.pb.gz -> "OWN DISPLACED SHARE_PCT PART_PCT": the cost comment's seconds and percent,
+# and the cuda cost comment's part
+own_numbers() {
+	pprof -raw "$1" | awk '
+		/^Comment: cost: gpubpf.s own CPU: / {
+			for (i = 1; i <= NF; i++) {
+				if ($i == "over" && own == "") own = $(i - 2)
+				if ($i == "it" && $(i - 1) == "of" && disp == "") disp = $(i - 3)
+				if ($i == "time" && $(i - 1) == "its" && share == "") { share = $(i - 3); sub(/%/, "", share) }
+			}
+		}
+		/^Comment: cuda cost: / {
+			if (match($0, /was idle [0-9.e+-]+%/)) { part = substr($0, RSTART + 9, RLENGTH - 10) }
+		}
+		END { print own, disp, share, part }'
+}
+
+# 1. a full machine: most of gpubpf's time displaced, and the job's thread waited for it
+# longer than alone (its wait alone: ticks, other work on the host)
+busy=$((ncpu > 1 ? ncpu - 1 : 1))
+for run in 1 2; do
+	"$WL/cuda/launch_loop" --seconds 4 --spin-us 4 --busy "$busy" >"$TMP/alone.out"
+	alone=$(grep -o 'waited=[0-9.]*' "$TMP/alone.out" | cut -d= -f2)
+	"$GPUBPF" record -o "$TMP/full.pb.gz" -- "$WL/cuda/launch_loop" --seconds 4 --spin-us 4 \
+		--busy "$busy" >"$TMP/full.out" 2>"$TMP/full.err" || {
+		fail "record-full" "$(tail -3 "$TMP/full.err")"
+		exit 0
+	}
+	read -r own disp share part < <(own_numbers "$TMP/full.pb.gz")
+	waited=$(grep -o 'waited=[0-9.]*' "$TMP/full.out" | cut -d= -f2)
+	echo "# full machine: gpubpf's own CPU ${own:-?} s, displaced ${disp:-?} s, ${share:-?}% of a thread" \
+		"(cost part ${part:-?}%); the launching thread waited ${waited:-?} s for a CPU, ${alone:-?} s alone"
+	if [ -z "$own" ] || [ -z "$disp" ] || [ -z "$share" ] || [ -z "$part" ] || [ -z "$waited" ] || [ -z "$alone" ]; then
+		fail "comment" "$(pprof -raw "$TMP/full.pb.gz" | grep 'own CPU' | head -2) / $(cat "$TMP/full.out")"
+		exit 0
+	fi
+	# the job's thread took a good part of what gpubpf says it displaced (a loaded host
+	# that put other work in its way is tried again once)
+	ok=$(awk -v o="$own" -v d="$disp" -v w="$waited" -v a="$alone" \
+		'BEGIN { print (o > 0 && d >= 0.5 * o && d <= o + 1e-6 && w - a >= 0.2 * d) ? 1 : 0 }')
+	[ "$ok" = 1 ] && break
+	[ $run = 1 ] && echo "# first run off (a host busy elsewhere): run again once"
+done
+check "full-displaced" awk -v o="$own" -v d="$disp" 'BEGIN { exit !(o > 0 && d >= 0.5 * o && d <= o + 1e-6) }'
+check "full-job-waited" awk -v d="$disp" -v w="$waited" -v a="$alone" 'BEGIN { exit !(w - a >= 0.2 * d) }'
+# the share is a thread's fair part of the displaced seconds over the recording's: at most
+# all of them, at least an Nth of them on N CPUs; and the cuda cost's part is it
+dur=$(pprof -raw "$TMP/full.pb.gz" | sed -n 's/.*duration=\([0-9.]*\)s.*/\1/p' | head -1)
+check "full-share" awk -v d="$disp" -v s="$share" -v t="$dur" -v p="$part" -v n="$ncpu" \
+	'BEGIN { x = 100 * d / t; exit !(t > 0 && s > 0 && s <= 1.02 * x + 0.01 && s >= 0.98 * x / n - 0.01 && (p - s) < 0.01 * s + 0.01 && (s - p) < 0.01 * s + 0.01) }'
+# our own reader shows it
+"$GPUBPF" report "$TMP/full.pb.gz" 2>/dev/null | grep -q "note: cost: gpubpf's own CPU" && pass "report-shows" ||
+	fail "report-shows" "$("$GPUBPF" report "$TMP/full.pb.gz" 2>&1 | grep note | head -3)"
+
+# 2. a CPU left free: gpubpf runs there and takes (nearly) nothing from the job
+if [ "$ncpu" -lt 2 ]; then
+	skip "free-cpu" "one CPU here: none is ever free beside the job"
+	exit 0
+fi
+for run in 1 2; do
+	"$GPUBPF" record -o "$TMP/free.pb.gz" -- "$WL/cuda/launch_loop" --seconds 3 --spin-us 4 \
+		--busy $((ncpu - 2)) >"$TMP/free.out" 2>"$TMP/free.err" || {
+		fail "record-free" "$(tail -3 "$TMP/free.err")"
+		exit 0
+	}
+	read -r own disp share part < <(own_numbers "$TMP/free.pb.gz")
+	echo "# a CPU free: gpubpf's own CPU ${own:-?} s, displaced ${disp:-?} s"
+	awk -v o="${own:-0}" -v d="${disp:-1}" 'BEGIN { exit !(o > 0 && d <= 0.25 * o + 0.01) }' && break
+done
+check "free-cpu" awk -v o="${own:-0}" -v d="${disp:-1}" 'BEGIN { exit !(o > 0 && d <= 0.25 * o + 0.01) }'

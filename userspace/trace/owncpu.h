@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/* gpubpf's own CPU time, and what of it the targets paid.
+ *
+ * gpubpf's threads (start-up's symbolization and probe attaches, the drains, the window
+ * thread) run beside the job. Where a CPU gpubpf may run on is idle, the scheduler puts
+ * them there and the job loses nothing; where none is (a job whose threads fill the
+ * machine, or other work beside it), gpubpf's time is taken from what was running. Each
+ * look (the engine's tick) reads gpubpf's own CPU time (getrusage) and the CPUs' idle and
+ * busy time (/proc/stat, over the CPUs gpubpf may run on): of its time G since the last
+ * look, what the CPUs' idle time I could not have held, max(0, G - I), was displaced.
+ * Which thread it was taken from is the scheduler's choice. Its fair shares take from
+ * each thread its part: displaced * its CPU time over everything else's. That is the
+ * estimate for the busiest thread (one that could run all the time), a share of its time
+ * over the recording, a part of the estimated overhead like the probes', and repaid from
+ * the budget. Its range goes up to all of it: gpubpf's threads are woken by the targets'
+ * probes, and a woken thread tends to run on its waker's CPU. In `launch_loop --busy 1` (a
+ * launching thread and a spinning one on 2 CPUs) the launching thread's wait for a CPU
+ * (the kernel's schedstat) rose by 0.34 to 0.9 of what was displaced, where the fair share
+ * is about a half; in a job of a launching thread and one mapping memory, each thread's
+ * wait rose by about half. Coarse by design (a look a second, ticks of 10 ms): a job full
+ * in one half of a second and idle in the other reads as half full. */
+#ifndef GPUBPF_OWNCPU_H
+#define GPUBPF_OWNCPU_H
+
+#include <stdbool.h>
+
+/* One look: seconds each. */
+struct owncpu_snap {
+	double t;    /* CLOCK_MONOTONIC */
+	double self; /* gpubpf's CPU time, all its threads */
+	double busy; /* the CPUs' busy time (user, nice, system, irq, softirq), gpubpf's included */
+	double idle; /* the CPUs' idle and iowait time */
+};
+
+struct owncpu {
+	bool have;		 /* LAST is a look */
+	bool failed;		 /* /proc/stat could not be read: nothing is counted */
+	int ncpus;		 /* CPUs looked at (gpubpf's affinity) */
+	unsigned char mask[128]; /* bit N: CPU N (up to 1024 CPUs) */
+	struct owncpu_snap last;
+	double own;	  /* gpubpf's CPU seconds between the first look and the last */
+	double displaced; /* ... of it that no idle CPU could have held: what the busiest thread
+			   * may have lost, at most */
+	double fair;	  /* ... a thread's fair share of that, where it could run all the time */
+	double span;	  /* seconds between the first look and the last */
+};
+
+/* The first look: which CPUs gpubpf may run on, and where they stand now. */
+void owncpu__start(struct owncpu *o);
+
+/* Another look: what gpubpf ran since the last one, and what it displaced. */
+void owncpu__look(struct owncpu *o);
+
+/* Pure arithmetic of a look (unit-tested): S against the last one. */
+void owncpu__add(struct owncpu *o, const struct owncpu_snap *s);
+
+/* The CPU lines of /proc/stat's TEXT summed over O's CPUs into S's busy and idle (seconds,
+ * at TICK seconds a unit). 0, or -EINVAL where no CPU line of O's was found. */
+int owncpu__parse(const struct owncpu *o, const char *text, double tick, struct owncpu_snap *s);
+
+/* What the busiest thread lost as a share of its time over ELAPSED seconds (0 when nothing
+ * was seen): its fair share of what was displaced; HI (may be NULL) all of it. */
+double owncpu__share(const struct owncpu *o, double elapsed, double *hi);
+
+/* "gpubpf's own CPU ..." for the profile's comments and -v: what it ran, what it displaced,
+ * what that cost a thread. */
+void owncpu__text(const struct owncpu *o, double elapsed, char *buf, unsigned long len);
+
+#endif /* GPUBPF_OWNCPU_H */
