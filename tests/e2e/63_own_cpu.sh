@@ -4,7 +4,7 @@
 # launching thread and spinning ones, one per CPU) against one that leaves a CPU free. The
 # kernel's own books say where the time went: the launching thread's wait for a CPU
 # (schedstat's run_delay, printed by the workload as "waited=") rises under gpubpf by a good
-# part of what gpubpf says it displaced (0.34-0.9 of it here, where a thread's fair share
+# part of what gpubpf says it displaced (0.34-0.96 of it here, where a thread's fair share
 # is a half).
 source "$(dirname "$0")/lib.sh"
 need_root

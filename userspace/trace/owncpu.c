@@ -122,6 +122,7 @@ void owncpu__start(struct owncpu *o)
 		o->ncpus = -1; /* all of them */
 	}
 	owncpu__look(o);
+	o->setup = o->have ? o->last.self : self_cpu();
 }
 
 void owncpu__look(struct owncpu *o)
@@ -150,18 +151,18 @@ double owncpu__share(const struct owncpu *o, double elapsed, double *hi)
 
 void owncpu__text(const struct owncpu *o, double elapsed, char *buf, unsigned long len)
 {
+	double hi, mid = owncpu__share(o, elapsed, &hi);
+
 	if (o->failed || !o->have) {
 		snprintf(buf, len, "gpubpf's own CPU: not measured (/proc/stat unreadable)");
 		return;
 	}
-	double hi, mid = owncpu__share(o, elapsed, &hi);
-
 	snprintf(
 	    buf, len,
-	    "gpubpf's own CPU: %.3g s over %.3g s (%.3g%% of a CPU); %.3g s of it ran where none of the %d CPUs it "
-	    "may use was idle, taken from what ran there: the busiest target thread's fair share of it is %.3g%% "
-	    "of its time (up to %.3g%% if all of it came from that thread), counted in the estimated overhead and "
-	    "repaid from the budget",
-	    o->own, o->span, o->span > 0 ? 100 * o->own / o->span : 0, o->displaced,
+	    "gpubpf's own CPU: %.3g s over %.3g s (%.3g%% of a CPU; %.3g s more setting up before it); %.3g s of it "
+	    "ran where none of the %d CPUs it may use was idle, taken from what ran there: the busiest target "
+	    "thread's fair share of it is %.3g%% of its time (up to %.3g%% if all of it came from that thread), "
+	    "counted in the estimated overhead and repaid from the budget",
+	    o->own, o->span, o->span > 0 ? 100 * o->own / o->span : 0, o->setup, o->displaced,
 	    o->ncpus > 0 ? o->ncpus : (int)sysconf(_SC_NPROCESSORS_ONLN), 100 * mid, 100 * hi);
 }

@@ -15,9 +15,9 @@
  * the budget. Its range goes up to all of it: gpubpf's threads are woken by the targets'
  * probes, and a woken thread tends to run on its waker's CPU. In `launch_loop --busy 1` (a
  * launching thread and a spinning one on 2 CPUs) the launching thread's wait for a CPU
- * (the kernel's schedstat) rose by 0.34 to 0.9 of what was displaced, where the fair share
- * is about a half; in a job of a launching thread and one mapping memory, each thread's
- * wait rose by about half. Coarse by design (a look a second, ticks of 10 ms): a job full
+ * (the kernel's schedstat) rose by 0.34 to 0.96 of what was displaced, where the fair share
+ * is about a half; in a job of a launching thread and one mapping memory, both threads'
+ * waits rose alike. Coarse by design (a look a second, ticks of 10 ms): a job full
  * in one half of a second and idle in the other reads as half full. */
 #ifndef GPUBPF_OWNCPU_H
 #define GPUBPF_OWNCPU_H
@@ -43,6 +43,8 @@ struct owncpu {
 			   * may have lost, at most */
 	double fair;	  /* ... a thread's fair share of that, where it could run all the time */
 	double span;	  /* seconds between the first look and the last */
+	double setup;	  /* gpubpf's CPU seconds before the first look: its set-up (BPF, the
+			   * calibrations), beside the job where it attached to a running one */
 };
 
 /* The first look: which CPUs gpubpf may run on, and where they stand now. */
