@@ -21,6 +21,7 @@
 #include "kallsyms.h"
 #include "perfmap.h"
 #include "procmaps.h"
+#include "profile.h"
 #include "syms.h"
 
 /* ---- fixtures ------------------------------------------------------------------------ */
@@ -742,6 +743,59 @@ TEST(kernel)
 	syms__free(s);
 }
 
+/* A recording's ticks symbolize user frames while the targets live (profile__symbolize_user)
+ * and leave kernel frames, whose symbols cost reading all of kallsyms, for the write. */
+TEST(kernel_frames_wait_for_the_write)
+{
+	struct kallsyms *k = kallsyms__load("/proc/kallsyms");
+	const struct ksym *ks;
+	const struct prof_location *l;
+	struct prof_frame fr[2];
+	struct profile *p;
+	struct syms *s;
+	int64_t one = 1;
+	uint64_t addr;
+	int nk = 0, nu = 0;
+
+	if (!k)
+		SKIP("kallsyms unusable (%s)", strerror(errno));
+	ks = kallsyms__find(k, "schedule");
+	if (!ks || (ks->type != 'T' && ks->type != 't')) {
+		kallsyms__free(k);
+		SKIP("no schedule symbol");
+	}
+	addr = ks->addr;
+	kallsyms__free(k);
+	fr[0] = (struct prof_frame){.kind = PROF_FRAME_KERNEL, .addr = addr + 1};
+	fr[1] = (struct prof_frame){.kind = PROF_FRAME_USER, .addr = (uint64_t)(uintptr_t)&syms__new};
+	p = profile__new();
+	s = syms__new();
+	CHECK(p && s);
+	CHECK(profile__add_type(p, "samples", "count") >= 0);
+	CHECK_INT(profile__add_sample(p, getpid(), getpid(), fr, 2, NULL, 0, &one), 0);
+	CHECK_INT(profile__symbolize_user(p, s), 0);
+	for (uint32_t id = 1; id <= profile__num_locations(p); id++) {
+		l = profile__location(p, id);
+		if (l->kind == PROF_FRAME_KERNEL) {
+			CHECK(!l->symbolized);
+			nk++;
+		} else {
+			CHECK(l->symbolized);
+			nu++;
+		}
+	}
+	CHECK(nk == 1 && nu == 1);
+	CHECK_INT(profile__symbolize(p, s), 0);
+	for (uint32_t id = 1; id <= profile__num_locations(p); id++) {
+		l = profile__location(p, id);
+		CHECK(l->symbolized);
+		if (l->kind == PROF_FRAME_KERNEL)
+			CHECK_STR(l->sym.frames[0].func, "schedule");
+	}
+	profile__free(p);
+	syms__free(s);
+}
+
 /* ---- parsers ------------------------------------------------------------------------- */
 
 static int parse_maps(const char *line, struct procmaps_entry *e)
@@ -978,6 +1032,7 @@ int main(int argc, char **argv)
 	RUN(find_symbol);
 	RUN(many_processes_share_objects_and_rate);
 	RUN(kernel);
+	RUN(kernel_frames_wait_for_the_write);
 	remove_fixtures();
 	return T_END();
 }

@@ -491,7 +491,8 @@ static int copy_result(struct profile *p, const struct prof_location *loc, const
 	return 0;
 }
 
-int profile__symbolize_with(struct profile *p, profile_resolve_fn resolve, void *ctx)
+/* profile__symbolize_with; USER_ONLY leaves kernel locations for a later walk. */
+static int symbolize_walk(struct profile *p, profile_resolve_fn resolve, void *ctx, bool user_only)
 {
 	if (!p || !resolve)
 		return -EINVAL;
@@ -505,6 +506,8 @@ int profile__symbolize_with(struct profile *p, profile_resolve_fn resolve, void 
 				synth_fill(e);
 			continue;
 		}
+		if (user_only && e->pub.kind == PROF_FRAME_KERNEL)
+			continue;
 		/* an address that did not resolve is tried again a few times: its object may
 		 * have been tracked since (dlopen, a perf map written late); past that it is
 		 * most likely JIT code or a gone mapping, not worth a lookup at every drain */
@@ -530,6 +533,11 @@ int profile__symbolize_with(struct profile *p, profile_resolve_fn resolve, void 
 	return 0;
 }
 
+int profile__symbolize_with(struct profile *p, profile_resolve_fn resolve, void *ctx)
+{
+	return symbolize_walk(p, resolve, ctx, false);
+}
+
 static int syms_resolve(void *ctx, const struct prof_location *loc, struct sym_result *out)
 {
 	struct syms *s = ctx;
@@ -546,6 +554,15 @@ int profile__symbolize(struct profile *p, struct syms *s)
 	if (!syms__resolve_user || !syms__resolve_kernel)
 		return -ENOSYS;
 	return profile__symbolize_with(p, syms_resolve, s);
+}
+
+int profile__symbolize_user(struct profile *p, struct syms *s)
+{
+	if (!p || !s)
+		return -EINVAL;
+	if (!syms__resolve_user || !syms__resolve_kernel)
+		return -ENOSYS;
+	return symbolize_walk(p, syms_resolve, s, true);
 }
 
 int profile__add_resolved_location(struct profile *p, uint32_t kind, int pid, uint64_t addr,

@@ -109,6 +109,11 @@ int profile__location_id(struct profile *p, int pid, const struct prof_frame *f,
  * often as you like (e.g. at every drain while targets live, and once before writing). */
 int profile__symbolize(struct profile *p, struct syms *s);
 
+/* The same for USER locations only: what must be done while the targets live. Kernel
+ * addresses outlive them, and the kernel's symbols (all of /proc/kallsyms read and sorted,
+ * 40-60 ms of CPU) wait for a profile__symbolize before writing, out of the recording. */
+int profile__symbolize_user(struct profile *p, struct syms *s);
+
 /* profile__symbolize with another resolver (tests, replayed symbols): resolve is called
  * for every USER or KERNEL location that is not yet symbolized, or whose last result was
  * not resolved (at most 4 calls per location in all), and fills *out like syms__resolve_user (strings need only live

@@ -361,8 +361,10 @@ static int tick(struct engine *e, double t)
 	/* Objects mapped since the last look (a dlopen'd libcudart) get probes. */
 	cuda__scan(e->cuda);
 	cupti__scan(e->cupti);
-	/* Resolve while the targets live: exited processes keep their names. */
-	profile__symbolize(s->prof, s->syms);
+	/* Resolve while the targets live: exited processes keep their names. Kernel frames
+	 * wait for the write (the caller's profile__symbolize): on a machine with no CPU free
+	 * the kernel's symbols at the first tick were a third of gpubpf's CPU in a recording. */
+	profile__symbolize_user(s->prof, s->syms);
 	cpu__stats(e->cpu, &e->st);
 	{
 		char extra[256];
