@@ -714,23 +714,33 @@ TEST(many_processes_share_objects_and_rate)
 	syms__free(s);
 }
 
-TEST(kernel)
+/* The running kernel's `schedule` (0), or why not: NULL when found. */
+static const char *schedule_addr(uint64_t *addr)
 {
 	struct kallsyms *k = kallsyms__load("/proc/kallsyms");
 	const struct ksym *ks;
+	static char why[128];
+
+	if (!k) {
+		snprintf(why, sizeof(why), "kallsyms unusable (%s)", strerror(errno));
+		return why;
+	}
+	ks = kallsyms__find(k, "schedule");
+	*addr = ks && (ks->type == 'T' || ks->type == 't') ? ks->addr : 0;
+	kallsyms__free(k);
+	return *addr ? NULL : "no schedule symbol";
+}
+
+TEST(kernel)
+{
+	const char *why;
 	struct sym_result r;
 	struct syms *s;
 	uint64_t addr;
 
-	if (!k)
-		SKIP("kallsyms unusable (%s)", strerror(errno));
-	ks = kallsyms__find(k, "schedule");
-	if (!ks || (ks->type != 'T' && ks->type != 't')) {
-		kallsyms__free(k);
-		SKIP("no schedule symbol");
-	}
-	addr = ks->addr;
-	kallsyms__free(k);
+	why = schedule_addr(&addr);
+	if (why)
+		SKIP("%s", why);
 	s = syms__new();
 	CHECK(s);
 	CHECK_INT(syms__resolve_kernel(s, addr + 1, &r), 0);
@@ -747,25 +757,18 @@ TEST(kernel)
  * and leave kernel frames, whose symbols cost reading all of kallsyms, for the write. */
 TEST(kernel_frames_wait_for_the_write)
 {
-	struct kallsyms *k = kallsyms__load("/proc/kallsyms");
-	const struct ksym *ks;
 	const struct prof_location *l;
 	struct prof_frame fr[2];
 	struct profile *p;
 	struct syms *s;
+	const char *why;
 	int64_t one = 1;
 	uint64_t addr;
 	int nk = 0, nu = 0;
 
-	if (!k)
-		SKIP("kallsyms unusable (%s)", strerror(errno));
-	ks = kallsyms__find(k, "schedule");
-	if (!ks || (ks->type != 'T' && ks->type != 't')) {
-		kallsyms__free(k);
-		SKIP("no schedule symbol");
-	}
-	addr = ks->addr;
-	kallsyms__free(k);
+	why = schedule_addr(&addr);
+	if (why)
+		SKIP("%s", why);
 	fr[0] = (struct prof_frame){.kind = PROF_FRAME_KERNEL, .addr = addr + 1};
 	fr[1] = (struct prof_frame){.kind = PROF_FRAME_USER, .addr = (uint64_t)(uintptr_t)&syms__new};
 	p = profile__new();
