@@ -18,7 +18,8 @@
 // --busy N runs N more threads that spin for as long as the loop does: a job that fills
 // the machine's CPUs, where whatever else runs (gpubpf's own threads) takes CPU time from
 // it. The launching thread then prints its own wait for a CPU over the loop
-// (/proc/thread-self/schedstat's run_delay) as "waited=S".
+// (/proc/thread-self/schedstat's run_delay) as "waited=S", and all the job's threads'
+// together as "all_waited=S".
 // Prints: "launch_loop: launches=N seconds=T launches_per_sec=X".
 // Start-up convention (GPUBPF_WL_WAIT / --wait-stdin): wl_common.c.
 #include <cstdio>
@@ -63,17 +64,6 @@ static void spin_until(double end)
 		;
 }
 
-/* --busy: threads that spin until the loop is done */
-static int busy_stop;
-
-static void *busy_thread(void *arg)
-{
-	(void)arg;
-	while (!__atomic_load_n(&busy_stop, __ATOMIC_RELAXED))
-		;
-	return NULL;
-}
-
 /* The calling thread's wait for a CPU so far (seconds; -1: unknown): the kernel's
  * schedstat run_delay. */
 static double run_delay(void)
@@ -85,6 +75,21 @@ static double run_delay(void)
 	if (f)
 		fclose(f);
 	return n == 2 ? (double)wait / 1e9 : -1;
+}
+
+/* --busy: threads that spin until the loop is done, each its wait for a CPU meanwhile */
+static int busy_stop;
+static double busy_waited[64];
+
+static void *busy_thread(void *arg)
+{
+	double w0 = run_delay(), w1;
+
+	while (!__atomic_load_n(&busy_stop, __ATOMIC_RELAXED))
+		;
+	w1 = run_delay();
+	busy_waited[(long)arg] = w0 >= 0 && w1 >= 0 ? w1 - w0 : -1;
+	return NULL;
 }
 
 /* The device that stands in where there is none: the finish times of the last QUEUE
@@ -175,7 +180,7 @@ int main(int argc, char **argv)
 			return 1;
 	}
 	for (int i = 0; i < nbusy; i++)
-		if (pthread_create(&busy[i], NULL, busy_thread, NULL)) {
+		if (pthread_create(&busy[i], NULL, busy_thread, (void *)(long)i)) {
 			fprintf(stderr, "launch_loop: cannot start a --busy thread\n");
 			return 1;
 		}
@@ -196,8 +201,15 @@ int main(int argc, char **argv)
 		pthread_join(busy[i], NULL);
 	printf("launch_loop: launches=%ld seconds=%.6f launches_per_sec=%.0f%s", done, t1 - t0,
 	       t1 > t0 ? done / (t1 - t0) : 0.0, device_s > 0 ? (emulate ? " device=emulated" : " device=gpu") : "");
-	if (nbusy && w0 >= 0 && w1 >= 0)
+	if (nbusy && w0 >= 0 && w1 >= 0) {
+		double all = w1 - w0;
+
+		for (int i = 0; i < nbusy && all >= 0; i++)
+			all = busy_waited[i] >= 0 ? all + busy_waited[i] : -1;
 		printf(" waited=%.6f", w1 - w0);
+		if (all >= 0)
+			printf(" all_waited=%.6f", all);
+	}
 	if (emulate)
 		printf(" unpaced=%.4f", launched > queue ? (double)nowait / (double)(launched - queue) : 0.0);
 	printf("\n");
