@@ -34,18 +34,19 @@ fi
 # Two seconds of samples: a clean-clone make test once read leaf_b at 28.3% for 33.3% (6 s
 # runs by hand read it 29.8-31.3% by counts, so the 5 points leave little for a loaded
 # host); a recording whose shares miss is made again once.
+shares_ok=0
 for run in 1 2; do
 	"$GPUBPF" record -F 499 -d 2 -p "$wl" -o "$TMP/c.pb.gz" >"$TMP/c.log" 2>&1
 	rc=$?
-	[ $rc = 0 ] || break
 	pprof -traces "$TMP/c.pb.gz" >"$TMP/c.traces"
 	python3 tests/e2e/shares.py "$TMP/c.traces" "leaf_a<parent_a=1,leaf_b<parent_b=2,leaf_c<parent_c=3" 5 \
-		>"$TMP/c.shares" && break
+		>"$TMP/c.shares" && shares_ok=1
+	[ $rc = 0 ] && [ $shares_ok = 0 ] || break
 	[ $run = 1 ] && sed 's/^/# first run: /' "$TMP/c.shares"
 done
 kill "$wl" 2>/dev/null
 [ $rc = 0 ] && pass "record-exit0" || fail "record-exit0" "$(cat "$TMP/c.log")"
-if python3 tests/e2e/shares.py "$TMP/c.traces" "leaf_a<parent_a=1,leaf_b<parent_b=2,leaf_c<parent_c=3" 5 >"$TMP/c.shares"; then
+if [ $shares_ok = 1 ]; then
 	pass "container-symbols-and-shares"
 else
 	fail "container-symbols-and-shares" "$(tr '\n' ';' <"$TMP/c.shares")"

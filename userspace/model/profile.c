@@ -547,22 +547,23 @@ static int syms_resolve(void *ctx, const struct prof_location *loc, struct sym_r
 	return syms__resolve_kernel(s, loc->addr, out);
 }
 
-int profile__symbolize(struct profile *p, struct syms *s)
+static int symbolize_syms(struct profile *p, struct syms *s, bool user_only)
 {
 	if (!p || !s)
 		return -EINVAL;
 	if (!syms__resolve_user || !syms__resolve_kernel)
 		return -ENOSYS;
-	return profile__symbolize_with(p, syms_resolve, s);
+	return symbolize_walk(p, syms_resolve, s, user_only);
+}
+
+int profile__symbolize(struct profile *p, struct syms *s)
+{
+	return symbolize_syms(p, s, false);
 }
 
 int profile__symbolize_user(struct profile *p, struct syms *s)
 {
-	if (!p || !s)
-		return -EINVAL;
-	if (!syms__resolve_user || !syms__resolve_kernel)
-		return -ENOSYS;
-	return symbolize_walk(p, syms_resolve, s, true);
+	return symbolize_syms(p, s, true);
 }
 
 int profile__add_resolved_location(struct profile *p, uint32_t kind, int pid, uint64_t addr,
