@@ -49,6 +49,18 @@ struct {
  * sampler asks for them (userspace/trace/cpu.c says why). */
 bool report_threads = false;
 
+/* The targets' threads' context switches as each exits (tid -> nvcsw + nivcsw): what the
+ * CPU sampler's events cost a thread up to its end, where userspace's look at /proc comes
+ * too late (userspace/trace/switches.h). Set by userspace; it takes and deletes entries. */
+bool report_switches = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, __u64);
+} exit_switches SEC(".maps");
+
 /* Events lost because the ring buffer was full; userspace reports it. */
 __u64 lost_events = 0;
 
@@ -147,6 +159,13 @@ int BPF_PROG(on_exit, struct task_struct *p)
 {
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 
+	/* every thread's switches, for the cost of the sampler's events */
+	if (report_switches && is_target(tgid)) {
+		__u32 tid = BPF_CORE_READ(p, pid);
+		__u64 n = BPF_CORE_READ(p, nvcsw) + BPF_CORE_READ(p, nivcsw);
+
+		bpf_map_update_elem(&exit_switches, &tid, &n, BPF_ANY);
+	}
 	/* Only the last thread of the group: signal->live drops to 0 before this fires. */
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;

@@ -70,6 +70,34 @@ def own_cost(name, workload, secs):
     results.append(line)
 
 
+def handoff(name, prefix):
+    """Two threads handing work to each other (cpu_handoff: a switch of each thread a
+    hand-over), alone and under gpubpf in turn: the hand-overs a second, and beside the
+    measured loss what gpubpf estimated its sampler's events add to the switches (the most
+    switched thread's, up to all the threads')."""
+    wl = prefix + [os.path.join(WL, "cpu_handoff"), "3"]
+    out = tempfile.mktemp(suffix=".pb.gz")
+    rate = lambda text: float(re.search(r"per_sec=([0-9.]+)", text).group(1))
+    alone, under, mids, alls = [], [], [], []
+    for i in range(RUNS):
+        alone.append(rate(subprocess.run(wl, check=True, stdout=subprocess.PIPE, text=True).stdout))
+        r = subprocess.run([G, "record", "-o", out, "--", *wl], check=True, stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True)
+        under.append(rate(r.stdout))
+        c = subprocess.run([G, "report", out], check=True, stdout=subprocess.PIPE, text=True).stdout
+        m = re.search(r"context switches: .*?, ([0-9.e+-]+)% of its time, .*? up to ([0-9.e+-]+)%", c)
+        mids.append(float(m.group(1)) if m else float("nan"))
+        alls.append(float(m.group(2)) if m else float("nan"))
+    os.unlink(out)
+    a, u = statistics.median(alone), statistics.median(under)
+    line = (f"{name}: alone {a:.0f}/s, with gpubpf {u:.0f}/s, ratio {a / u:.3f} (median of {RUNS} alternating "
+            f"runs); estimated {statistics.median(mids):.2g}% (up to {statistics.median(alls):.2g}%), measured "
+            f"{100 * (1 - u / a):.2g}% of the threads' time; runs alone {' '.join(f'{x:.0f}' for x in alone)}, "
+            f"with {' '.join(f'{x:.0f}' for x in under)}")
+    print(line, flush=True)
+    results.append(line)
+
+
 def main():
     if os.geteuid() != 0:
         sys.exit("make bench needs root (gpubpf records with BPF)")
@@ -78,6 +106,9 @@ def main():
     if "cpu" in which:
         side_by_side("cpu-bound, -F 99", [os.path.join(WL, "cpu_fixed"), "4000"], ["-F", "99"], 1.01)
         own_cost("cpu-bound recording", [os.path.join(WL, "cpu_ratio"), "1000"], int(os.environ.get("BENCH_SECS", "30")))
+    if "cpu" in which or "handoff" in which:
+        handoff("two threads handing work to each other", [])
+        handoff("the same, both on one CPU", ["taskset", "-c", str(os.cpu_count() - 1)])
     for name in ("cuda", "python"):
         extra = os.path.join(os.path.dirname(__file__), f"bench_{name}.py")
         if os.path.exists(extra) and name in which:

@@ -82,7 +82,7 @@ for run in 1 2; do
 	"$GPUBPF" record -o "$TMP/ll.pb.gz" -- "$WL/cuda/launch_loop" --seconds 3 >"$TMP/ll.out" 2>"$TMP/ll.err"
 	cost=$(pprof -raw "$TMP/ll.pb.gz" | sed -n 's/^Comment: cuda cost: //p')
 	echo "cost: $cost"
-	parts=$(echo "$cost" | sed -n 's/.*probe hits \([0-9.e-]*\)% (.*; \([0-9.e-]*\)% of it with the probes in and no window open.*CPU sampling \([0-9.e-]*\)% (\([0-9.]*\) us a sample).*/\1 \2 \3 \4/p')
+	parts=$(echo "$cost" | sed -n 's/.*probe hits \([0-9.e-]*\)% (.*; \([0-9.e-]*\)% of it with the probes in and no window open.*CPU sampling \([0-9.e-]*\)% (\([0-9.]*\) us a sample, .*/\1 \2 \3 \4/p')
 	[ $run = 2 ] || [ -z "$parts" ] && break
 	python3 -c "import sys; h, c = (float(x) for x in '$parts'.split()[:2]); sys.exit(0 if c <= 0.25 * h else 1)" && break
 	echo "# first run: the probes in with no window open over a quarter of their cost: run again once"

@@ -260,7 +260,7 @@ def device_windows(pb, what="", required=True):
     # the probes' cost part by part (issue 13): with no window open (attaching waits for a
     # grace period; the kernel is warmed ahead), and CPU sampling with its stack walk
     cc = re.search(r"cuda cost: estimated overhead ([0-9.e+-]+)%.*probe hits ([0-9.e+-]+)% .*; ([0-9.e+-]+)% of it "
-                   r"with the probes in and no window open.*CPU sampling ([0-9.e+-]+)% \(([0-9.]+) us a sample\)", out)
+                   r"with the probes in and no window open.*CPU sampling ([0-9.e+-]+)% \(([0-9.]+) us a sample[,)]", out)
     if cc:
         result("13", what + "CUDA probes' cost: overall, hits, of which no window open, CPU sampling (a sample)",
                "%s%%, %s%%, %s%%, %s%% (%s us)" % cc.groups(), "measured", "INFO")
@@ -270,6 +270,12 @@ def device_windows(pb, what="", required=True):
     if own:
         result("13", what + "gpubpf's own CPU: seconds over the recording's, of them with no CPU idle, a "
                "thread's fair share (up to)", "%s s / %s s, %s s, %s%% (%s%%)" % own.groups(), "measured", "INFO")
+    # the sampler's events in the targets' context switches (each thread on its own clock)
+    sw = re.search(r"cost: context switches: .*? pays ([0-9.]+) us a switch .*? switched ([0-9.e+-]+) times a second "
+                   r".*?, ([0-9.e+-]+)% of its time, .*? up to ([0-9.e+-]+)%", out)
+    if sw:
+        result("13", what + "context switches: a switch's added cost, the most switched thread's rate, its share "
+               "(all threads')", "%s us, %s/s, %s%% (%s%%)" % sw.groups(), "measured", "INFO")
     cost = re.search(r"gpu cost: device time in windows of ([0-9.e+-]+)% .*a launch costs ([0-9.]+) us more with it "
                      r"\(CUPTI's activity and the launch probe ([0-9.]+) us.*callbacks ([0-9.]+) us.*against "
                      r"([0-9.]+) us without; estimated overhead ([0-9.e+-]+)%", out)

@@ -99,6 +99,8 @@ static void add_comments(struct engine *e)
 		profile__add_comment(s->prof, "cuda: no CUDA runtime or driver entry points found in the targets");
 	owncpu__text(&e->own, e->elapsed, own, sizeof(own));
 	profile__add_comment(s->prof, "cost: %s", own);
+	switches__text(&e->sw, e->elapsed, own, sizeof(own));
+	profile__add_comment(s->prof, "cost: %s", own);
 }
 
 /* pprof's "File:" is its first mapping: the program the user named or started, whether
@@ -161,12 +163,16 @@ static void print_summary(struct engine *e, const char *gpu_summary)
 		double dev = cupti__overhead(e->cupti, e->elapsed, NULL), lo, hi, mid;
 		/* and gpubpf's own CPU where no CPU was idle */
 		double own_hi, own = owncpu__share(&e->own, e->elapsed, &own_hi);
+		/* the sampler's events in the switches of threads that hand work to each other:
+		 * up to all the threads' (the estimate has the most switched one's) */
+		double sw_all, sw = switches__share(&e->sw, e->elapsed, &sw_all);
 		struct est_delay js;
 
 		mid = windows__overhead(e->win, e->gcost, &e->gov, e->elapsed, &lo, &hi, &js) + dev + own;
 		lo += dev + own;
-		hi += dev + own_hi;
-		if (e->cs.objects || dev > 0) {
+		hi += dev + own_hi + (sw_all - sw);
+		/* a job without CUDA too: its samples, their events in its switches */
+		if (!o->trace) {
 			/* where the device set the pace, what the thread paid is only partly the job's */
 			if (js.hi < 1) {
 				fprintf(stderr,
@@ -175,11 +181,21 @@ static void print_summary(struct engine *e, const char *gpu_summary)
 					100 * mid * js.mid, 100 * lo * js.lo, 100 * hi * js.hi, 100 * mid);
 			} else {
 				fprintf(stderr, ", overhead ~%.2g%%", 100 * mid);
-				if (hi - lo > 0.1 * mid)
-					fprintf(stderr, " (%.2g-%.2g%%: the traps' cost in the job%s)", 100 * lo,
-						100 * hi,
-						own_hi - own > 0.05 * mid ? ", and whom gpubpf's own CPU was taken from"
-									  : "");
+				if (hi - lo > 0.1 * mid) {
+					const char *why[3];
+					int n = 0;
+
+					if (e->cs.objects)
+						why[n++] = "the traps' cost in the job";
+					if (own_hi - own > 0.05 * mid)
+						why[n++] = "whom gpubpf's own CPU was taken from";
+					if (sw_all - sw > 0.05 * mid)
+						why[n++] = "threads that wait for each other's switches";
+					fprintf(stderr, " (%.2g-%.2g%%", 100 * lo, 100 * hi);
+					for (int i = 0; i < n; i++)
+						fprintf(stderr, "%s%s", i == 0 ? ": " : ", and ", why[i]);
+					fputc(')', stderr);
+				}
 			}
 		}
 	}

@@ -517,3 +517,19 @@ void cpu__stats(struct cpu_sampler *c, struct cpu_stats *out)
 	out->clock_moves = stacks__stat(fd, STAT_CLOCK_MOVED);
 	out->event = c->event;
 }
+
+int cpu__task_attr(const struct cpu_sampler *c, struct perf_event_attr *attr)
+{
+	if (!c || !c->per_task || !c->event)
+		return -ENOENT;
+	*attr = (struct perf_event_attr){
+	    .size = sizeof(*attr),
+	    .type = c->ev_type,
+	    .config = c->ev_config,
+	    .freq = 1,
+	    .sample_freq = (uint64_t)c->s->opts->freq,
+	    .inherit = 1,
+	    .sample_type = c->unswappable ? PERF_SAMPLE_READ | PERF_SAMPLE_TID : 0,
+	};
+	return 0;
+}

@@ -8,6 +8,8 @@
 
 #include "session.h"
 
+struct perf_event_attr;
+
 struct cpu_sampler;
 
 struct cpu_stats {
@@ -34,5 +36,8 @@ double cpu__sample_cost(struct cpu_sampler *c);
  * timed in the job: seconds a sample, 0 before any. */
 double cpu__prog_cost(struct cpu_sampler *c);
 void cpu__stats(struct cpu_sampler *c, struct cpu_stats *out);
+/* The event each target thread has of its own, as opened (kind, frequency, sample type):
+ * 0, or -ENOENT where the targets are sampled per CPU. */
+int cpu__task_attr(const struct cpu_sampler *c, struct perf_event_attr *attr);
 
 #endif /* GPUBPF_CPU_USER_H */

@@ -3,6 +3,7 @@
  * as it was. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/perf_event.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -236,6 +237,45 @@ int engine__open_session(struct engine *e, const struct record_opts *o)
 	return 0;
 }
 
+/* Where each target thread has an event of its own, what the event adds to its context
+ * switches: calibrated now, counted in the job at each tick (switches.h). */
+static void setup_switches(struct engine *e)
+{
+	struct perf_event_attr attr;
+
+	if (cpu__task_attr(e->cpu, &attr))
+		return;
+	e->sw.on = true;
+	procs__report_switches(e->s.procs, true);
+	e->sw.cost = switches__calibrate(&attr);
+	if (e->sw.cost < 0)
+		pr_debug("cannot measure what a thread's event adds to its context switches: %s",
+			 strerror((int)-e->sw.cost));
+	else
+		pr_debug("calibration: a sampled thread's context switch costs it %.2f us more", e->sw.cost * 1e6);
+}
+
+static void exited(void *ctx, int tid, uint64_t n)
+{
+	struct switches *sw = ctx;
+
+	if (sw->looked && switches__add(sw, tid, n, false))
+		pr_debug("cannot count thread %d's switches: out of memory", tid);
+}
+
+/* A look at the targets' threads' switches: the live ones in /proc, the ones that exited
+ * since the last look as the kernel kept them (before the first look: not counted). */
+static void switches_look(struct engine *e)
+{
+	int pids[256], n;
+
+	if (!e->sw.on)
+		return;
+	procs__take_exit_switches(e->s.procs, exited, &e->sw);
+	n = procs__live_pids(e->s.procs, pids, (int)(sizeof(pids) / sizeof(pids[0])));
+	switches__look(&e->sw, pids, n);
+}
+
 int engine__open_tracers(struct engine *e)
 {
 	const struct record_opts *o = e->s.opts;
@@ -253,6 +293,7 @@ int engine__open_tracers(struct engine *e)
 		return -errno;
 	e->windowed = !o->exact && cuda__windowed(e->cuda);
 	setup_governor(&e->gov, o, e->cuda, e->cpu, e->windowed, &e->sample_calib);
+	setup_switches(e);
 	if (e->windowed) {
 		e->win = windows__new(e->cuda, &e->gov, e->gov.period);
 		if (!e->win) {
@@ -304,6 +345,7 @@ int engine__start(struct engine *e, const char *desc)
 	}
 	profile__set_time(s->prof, engine__wall_ns(), 0);
 	owncpu__start(&e->own);
+	switches_look(e);
 	status__init(&e->status, e->desc);
 	e->next_tick = e->start + 1.0;
 	pr_debug("recording %s", e->desc);
@@ -316,12 +358,14 @@ int engine__start(struct engine *e, const char *desc)
 static void sample_cost(struct engine *e)
 {
 	double s = e->sample_calib + cpu__prog_cost(e->cpu), freq = e->s.opts->freq;
+	double sw = switches__share(&e->sw, engine__now() - e->start, NULL);
 
 	if (e->win) {
-		windows__set_cpu(e->win, s, freq); /* its governor is e->gov, under its lock */
+		windows__set_cpu(e->win, s, freq, sw); /* its governor is e->gov, under its lock */
 	} else {
 		e->gov.sample_cost = s;
-		e->gov.cpu_cost = freq * s;
+		e->gov.switch_cost = sw;
+		e->gov.cpu_cost = freq * s + sw;
 	}
 }
 
@@ -343,6 +387,7 @@ static int tick(struct engine *e, double t)
 
 	e->next_tick = t + 1.0;
 	own_look(e);
+	switches_look(e);
 	sample_cost(e);
 	err = cpu__drain(e->cpu, false);
 	cupti__consume_events(e->cupti); /* kernel names the CUDA drain uses */
@@ -422,6 +467,7 @@ int engine__stop(struct engine *e)
 
 	e->elapsed = engine__now() - e->start;
 	own_look(e); /* what follows (drains, writing) no longer runs beside the recording */
+	switches_look(e);
 	status__clear(&e->status);
 	/* The windows' books close before the last drain: every call gets its weight. */
 	windows__stop(e->win);
@@ -476,6 +522,7 @@ void engine__close(struct engine *e)
 	e->s.py = NULL;
 	procs__free(e->s.procs);
 	e->s.procs = NULL;
+	switches__free(&e->sw);
 	profile__free(e->s.prof);
 	e->s.prof = NULL;
 	syms__free(e->s.syms);

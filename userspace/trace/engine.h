@@ -30,6 +30,7 @@
 #include "owncpu.h"
 #include "session.h"
 #include "status.h"
+#include "switches.h"
 
 struct cupti_tracer;
 
@@ -44,7 +45,8 @@ struct engine {
 	struct windows *win; /* those windows, on their own thread (windows.h) */
 	double start, next_tick, elapsed;
 	struct status status;
-	struct owncpu own; /* gpubpf's own CPU time, and what of it the targets paid (owncpu.h) */
+	struct owncpu own;  /* gpubpf's own CPU time, and what of it the targets paid (owncpu.h) */
+	struct switches sw; /* what the sampler's events add to the targets' switches (switches.h) */
 	char desc[128];
 	bool quiet; /* no status line (the agent) */
 	/* called at the end of each tick, after the drains and symbolization (the agent cuts
@@ -69,7 +71,8 @@ void engine__install_signals(void);
 int engine__stop_signals(void);
 
 /* What gpubpf costs the busiest target thread so far, as measured (a fraction): its probes,
- * samples, device time, and its own CPU where no CPU was free. */
+ * samples (their events in its context switches too), device time, and its own CPU where
+ * no CPU was free. */
 double engine__overhead(struct engine *e);
 
 /* Seconds of CLOCK_MONOTONIC; nanoseconds of CLOCK_REALTIME. */

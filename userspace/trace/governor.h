@@ -66,7 +66,9 @@ struct governor {
 	double trap_return;  /* ... a return probe's */
 	double first_hit;    /* seconds: what a window's first hit costs more than the others */
 	double window_cost;  /* seconds: what opening and closing one window costs a thread */
-	double cpu_cost;     /* fraction taken by CPU sampling (freq * cost of a sample) */
+	double cpu_cost;     /* fraction taken by CPU sampling (freq * cost of a sample, and
+			      * switch_cost) */
+	double switch_cost;  /* ... of it: the sampled threads' context switches (switches.h) */
 	double sample_cost;  /* seconds a CPU sample costs the sampled thread */
 	double min_duty;     /* floor for hot groups */
 	double min_slot;     /* seconds: the shortest window worth opening */

@@ -583,6 +583,39 @@ unsigned long long procs__lost_events(const struct procs *p)
 	return p->skel->bss->lost_events;
 }
 
+void procs__report_switches(struct procs *p, bool on)
+{
+	p->skel->bss->report_switches = on;
+}
+
+void procs__take_exit_switches(struct procs *p, void (*cb)(void *ctx, int tid, uint64_t n), void *ctx)
+{
+	int fd = bpf_map__fd(p->skel->maps.exit_switches);
+	__u32 key, next, *prev = NULL;
+	__u32 keys[256];
+	int n = 0;
+
+	/* a batch at a time: deleting while walking would restart the walk */
+	do {
+		n = 0;
+		prev = NULL;
+		while (n < (int)(sizeof(keys) / sizeof(keys[0])) && bpf_map_get_next_key(fd, prev, &next) == 0) {
+			keys[n++] = next;
+			key = next;
+			prev = &key;
+		}
+		for (int i = 0; i < n; i++) {
+			__u64 v;
+
+			/* (hash maps take lookup-and-delete since Linux 5.14) */
+			if (bpf_map_lookup_and_delete_elem(fd, &keys[i], &v) == 0 ||
+			    (errno != ENOENT && bpf_map_lookup_elem(fd, &keys[i], &v) == 0 &&
+			     bpf_map_delete_elem(fd, &keys[i]) == 0))
+				cb(ctx, (int)keys[i], v);
+		}
+	} while (n == (int)(sizeof(keys) / sizeof(keys[0])));
+}
+
 int procs__live_pids(const struct procs *p, int *out, int max)
 {
 	int n = 0;

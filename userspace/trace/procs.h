@@ -64,6 +64,13 @@ int procs__add_on_change(struct procs *p, void (*cb)(void *ctx, int pid), void *
  * thread). One callback; NULL removes it. The kernel reports threads only while it is set. */
 void procs__set_on_task(struct procs *p, void (*cb)(void *ctx, int tid), void *ctx);
 
+/* Keep each exiting target thread's context switches (voluntary and not, as /proc's
+ * status counts them) for procs__take_exit_switches. */
+void procs__report_switches(struct procs *p, bool on);
+/* CB(ctx, tid, switches) for each target thread that exited since the last call; each is
+ * given once. */
+void procs__take_exit_switches(struct procs *p, void (*cb)(void *ctx, int tid, uint64_t n), void *ctx);
+
 /* Call CB(ctx, pid) when a target's last thread exited: release what it held. Up to 4. */
 int procs__add_on_exit(struct procs *p, void (*cb)(void *ctx, int pid), void *ctx);
 

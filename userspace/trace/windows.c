@@ -595,11 +595,12 @@ void windows__set_own(struct windows *w, double secs)
 	set_debt(w, true, secs);
 }
 
-void windows__set_cpu(struct windows *w, double sample, double freq)
+void windows__set_cpu(struct windows *w, double sample, double freq, double switches)
 {
 	pthread_mutex_lock(&w->lock);
 	w->gv->sample_cost = sample;
-	w->gv->cpu_cost = freq * sample;
+	w->gv->switch_cost = switches;
+	w->gv->cpu_cost = freq * sample + switches;
 	pthread_mutex_unlock(&w->lock);
 }
 

@@ -185,7 +185,7 @@ static void traps_range(const struct windows_summary *sum, double secs, double t
 void windows_warn_floored(struct windows *w)
 {
 	const struct governor *gv = w->gv;
-	double freq = gv->sample_cost > 0 ? gv->cpu_cost / gv->sample_cost : 0;
+	double freq = gv->sample_cost > 0 ? (gv->cpu_cost - gv->switch_cost) / gv->sample_cost : 0;
 
 	if (w->warned_floor || !gv->floored || gv->exact || governor__overhead(gv) < FLOOR_WARN * gv->budget)
 		return;
@@ -293,12 +293,14 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 	    "timed in the job, plus traps of %.2f us at entry and %.2f us at return, %s; %.3g%% of it with the "
 	    "probes in and no window open, attached ahead of a window or not yet out after one, measured in the "
 	    "job), %" PRIu64 " windows opened and closed (%.2f us each with its first hit, counted with the hits), "
-	    "groups never windowed %.3g%%, CPU sampling %.3g%% (%.2f us a sample), gpubpf's own CPU where no CPU "
+	    "groups never windowed %.3g%%, CPU sampling %.3g%% (%.2f us a sample, and %.3g%% for its events in the "
+	    "sampled "
+	    "threads' context switches), gpubpf's own CPU where no CPU "
 	    "was idle %.3g%%; planned %.3g%%%s; a traced call costs %.2f us on gpubpf's own calibration call",
 	    100 * total, range, 100 * probes, gv->trap_entry * 1e6, gv->trap_return * 1e6, traps,
 	    100 * sum.probes_closed / (elapsed > 0 ? elapsed : 1), sum.windows, governor__window_cost(gv) * 1e6,
-	    100 * always, 100 * gv->cpu_cost, gv->sample_cost * 1e6, 100 * own, 100 * governor__overhead(gv), floors,
-	    gv->cost_per_hit * 1e6);
+	    100 * always, 100 * gv->cpu_cost, gv->sample_cost * 1e6, 100 * gv->switch_cost, 100 * own,
+	    100 * governor__overhead(gv), floors, gv->cost_per_hit * 1e6);
 	if (w) {
 		struct est_delay js = job_share(&sum);
 

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "switches.h"
+#include "test.h"
+
+#define NEAR(a, b, eps) (fabs((a) - (b)) <= (eps))
+
+/* A thread's status: its voluntary and involuntary switches, added (the kernel's nvcsw
+ * and nivcsw, as BPF reads them at its exit); a line that only ends like one is not one. */
+TEST(parse_status)
+{
+	static const char status[] = "Name:\tcpu_handoff\nState:\tS (sleeping)\nTgid:\t42\n"
+				     "Cpus_allowed_list:\t0-1\nvoluntary_ctxt_switches:\t123456\n"
+				     "nonvoluntary_ctxt_switches:\t789\n";
+	static const char no_invol[] = "Name:\tx\nvoluntary_ctxt_switches:\t5\n";
+	static const char junk[] = "Name:\tx\nvoluntary_ctxt_switches:\tmany\nnonvoluntary_ctxt_switches:\t1\n";
+	static const char first[] = "voluntary_ctxt_switches:\t5\nnonvoluntary_ctxt_switches:\t1\n";
+	uint64_t n = 0;
+
+	CHECK_INT(switches__parse(status, &n), 0);
+	CHECK_INT(n, 123456 + 789);
+	CHECK_INT(switches__parse(no_invol, &n), -EINVAL);
+	CHECK_INT(switches__parse(junk, &n), -EINVAL);
+	CHECK_INT(switches__parse(first, &n), -EINVAL); /* never the first line of a status */
+	CHECK_INT(switches__parse("", &n), -EINVAL);
+	CHECK_INT(switches__parse(NULL, &n), -EINVAL);
+}
+
+/* Threads seen at the first look count from there; one seen later counts from its start;
+ * a thread id reused (fewer runs than before) counts the new thread's from its start. */
+TEST(counts_from_the_first_look)
+{
+	struct switches sw = {.on = true, .cost = 1e-6};
+
+	CHECK_INT(switches__add(&sw, 10, 1000, true), 0);
+	CHECK_INT(switches__add(&sw, 11, 50, true), 0);
+	CHECK_INT(switches__add(&sw, 10, 1600, false), 0);
+	CHECK_INT(switches__add(&sw, 11, 80, false), 0);
+	CHECK_INT(switches__add(&sw, 12, 200, false), 0); /* started since */
+	CHECK_INT(switches__add(&sw, 11, 20, false), 0);  /* 11 reused: a new thread */
+	CHECK_INT(sw.n, 3);
+	CHECK_INT(sw.th[0].count, 600);
+	CHECK_INT(sw.th[1].count, 30 + 20);
+	CHECK_INT(sw.th[2].count, 200);
+	switches__free(&sw);
+}
+
+/* The share: the most switched thread's switches at the calibrated cost over the
+ * recording; all of them together for the top; nothing where sampling is per CPU or the
+ * cost was not measured. */
+TEST(share)
+{
+	struct switches sw = {.on = true, .cost = 0.8e-6, .max = 100000, .total = 250000};
+	double all = -1;
+
+	CHECK(NEAR(switches__share(&sw, 10, &all), 0.008, 1e-12));
+	CHECK(NEAR(all, 0.02, 1e-12));
+	CHECK(NEAR(switches__share(&sw, 0, &all), 0, 0));
+	sw.max = sw.total = 100000000; /* capped at all of the time */
+	CHECK(NEAR(switches__share(&sw, 10, NULL), 1, 0));
+	sw.cost = -EACCES;
+	CHECK(NEAR(switches__share(&sw, 10, &all), 0, 0) && all == 0);
+	sw.cost = 0.8e-6;
+	sw.on = false;
+	CHECK(NEAR(switches__share(&sw, 10, &all), 0, 0) && all == 0);
+}
+
+/* The text says each part, or why there is none. */
+TEST(text)
+{
+	struct switches sw = {.on = true, .cost = 0.8e-6, .max = 100000, .total = 250000};
+	char buf[512];
+
+	switches__text(&sw, 10, buf, sizeof(buf));
+	CHECK(strstr(buf, "pays 0.80 us a switch"));
+	CHECK(strstr(buf, "switched 1e+04 times a second (100000 in all), 0.8% of its time"));
+	CHECK(strstr(buf, "together 2.5e+04 times a second, up to 2% where"));
+	sw.cost = -EPERM;
+	switches__text(&sw, 10, buf, sizeof(buf));
+	CHECK(strstr(buf, "was not measured"));
+	sw.on = false;
+	switches__text(&sw, 10, buf, sizeof(buf));
+	CHECK(strstr(buf, "sampled per CPU"));
+}
+
+/* This process's own threads, looked at twice: the main thread's runs count from the
+ * first look, and a sleep between is at least one switch of its. */
+TEST(live_look)
+{
+	struct switches sw = {.on = true, .cost = 1e-6};
+	int pid = (int)getpid();
+
+	switches__look(&sw, &pid, 1);
+	CHECK(sw.looked && sw.n >= 1);
+	CHECK_INT(sw.max, 0);
+	usleep(2000);
+	usleep(2000);
+	switches__look(&sw, &pid, 1);
+	CHECK(sw.max >= 2);
+	switches__free(&sw);
+}
+
+/* The calibration, live: a cpu-clock event like the targets' on two threads on one CPU
+ * adds something to their switches, and not absurdly much. */
+TEST(calibrate_live)
+{
+	struct perf_event_attr attr = {
+	    .size = sizeof(attr),
+	    .type = PERF_TYPE_SOFTWARE,
+	    .config = PERF_COUNT_SW_CPU_CLOCK,
+	    .freq = 1,
+	    .sample_freq = 99,
+	};
+	double c = switches__calibrate(&attr);
+
+	if (c == -EACCES || c == -EPERM || c == -ENOENT || c == -ENOSYS)
+		SKIP("no perf events here (%s)", strerror((int)-c));
+	CHECK(c >= 0);
+	CHECK(c < 50e-6);
+}
+
+int main(int argc, char **argv)
+{
+	T_BEGIN(argv);
+	RUN(parse_status);
+	RUN(counts_from_the_first_look);
+	RUN(share);
+	RUN(text);
+	RUN(live_look);
+	RUN(calibrate_live);
+	return T_END();
+}

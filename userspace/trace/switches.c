@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: MIT
+/* What the CPU sampler's events cost the targets' context switches (switches.h). */
+#define _GNU_SOURCE /* sched_getcpu, CPU_SET, gettid */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/perf_event.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "readfile.h"
+#include "switches.h"
+
+/* Without the events a hand-over's time is steady: the least of a few short batches,
+ * taken before any event is opened on the two threads (a thread that has held one keeps
+ * paying part of it: 3.1 us where it never had one 2.55, with the events disabled or
+ * closed). With them it is not: a switch costs most where the sampling timer is the CPU's
+ * next (programmed again as the thread leaves and comes back), which changes as its period
+ * runs down, so 500-round batches read 3.6-9.6 us where 5000-round ones read 3.9-4.7 us
+ * (dev VM): the median of a few long ones. ~80 ms in all. */
+#define CAL_WARM_ROUNDS 2000
+#define CAL_BASE_ROUNDS 500
+#define CAL_BASE_BATCHES 6
+#define CAL_EV_ROUNDS 4000
+#define CAL_EV_BATCHES 4
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+struct pingpong {
+	const struct perf_event_attr *attr;
+	int cpu;
+	int ab[2], ba[2]; /* driver -> peer, peer -> driver */
+	int peer_tid;
+	double cost; /* out: seconds, or a negative errno */
+};
+
+static int pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
+}
+
+/* Answers each byte with one, on the driver's CPU, until the driver closes its end. */
+static void *peer(void *arg)
+{
+	struct pingpong *p = arg;
+	char c = 0;
+
+	p->peer_tid = (int)syscall(SYS_gettid);
+	if (pin(p->cpu))
+		c = 1; /* tells the driver */
+	while (write(p->ba[1], &c, 1) == 1 && read(p->ab[0], &c, 1) == 1)
+		;
+	return NULL;
+}
+
+/* Seconds a hand-over (there and back) takes over ROUNDS of them, or -1. */
+static double batch(struct pingpong *p, int rounds)
+{
+	double t0 = mono_s();
+	char c = 0;
+
+	for (int i = 0; i < rounds; i++)
+		if (write(p->ab[1], &c, 1) != 1 || read(p->ba[0], &c, 1) != 1)
+			return -1;
+	return (mono_s() - t0) / rounds;
+}
+
+static int open_on(const struct perf_event_attr *attr, int tid)
+{
+	struct perf_event_attr a = *attr;
+
+	a.disabled = 0;
+	a.inherit = 0; /* nothing to inherit: these threads start none */
+	return (int)syscall(__NR_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return (v[(n - 1) / 2] + v[n / 2]) / 2;
+}
+
+static void *driver(void *arg)
+{
+	struct pingpong *p = arg;
+	double base = INFINITY, ev = 0, evs[CAL_EV_BATCHES];
+	int fds[2] = {-1, -1}, err;
+	pthread_t t;
+	char c;
+
+	err = pin(p->cpu);
+	if (err)
+		goto out;
+	err = -pthread_create(&t, NULL, peer, p);
+	if (err)
+		goto out;
+	/* the peer is pinned and waiting */
+	if (read(p->ba[0], &c, 1) != 1 || c) {
+		err = -EIO;
+		goto join;
+	}
+	batch(p, CAL_WARM_ROUNDS);
+	for (int b = 0; b < CAL_BASE_BATCHES && !err; b++) {
+		double x = batch(p, CAL_BASE_ROUNDS);
+
+		err = x < 0 ? -EIO : 0;
+		base = fmin(base, x);
+	}
+	fds[0] = err ? -1 : open_on(p->attr, (int)syscall(SYS_gettid));
+	fds[1] = fds[0] < 0 ? -1 : open_on(p->attr, p->peer_tid);
+	if (!err && (fds[0] < 0 || fds[1] < 0))
+		err = -errno;
+	if (!err)
+		batch(p, CAL_BASE_ROUNDS);
+	for (int b = 0; b < CAL_EV_BATCHES && !err; b++) {
+		evs[b] = batch(p, CAL_EV_ROUNDS);
+		err = evs[b] < 0 ? -EIO : 0;
+	}
+	if (!err)
+		ev = median(evs, CAL_EV_BATCHES);
+join:
+	close(p->ab[1]); /* the peer's read ends */
+	p->ab[1] = -1;
+	pthread_join(t, NULL);
+out:
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	/* a hand-over is two switches, one of each thread: each out and back in once */
+	pr_debug("switches: a hand-over on CPU %d %.2f us, %.2f us with the events", p->cpu, base * 1e6, ev * 1e6);
+	p->cost = err ? err : fmax(0, ev - base) / 2;
+	return NULL;
+}
+
+double switches__calibrate(const struct perf_event_attr *attr)
+{
+	struct pingpong p = {.attr = attr, .ab = {-1, -1}, .ba = {-1, -1}};
+	pthread_t t;
+	int err, cpu = sched_getcpu();
+
+	p.cpu = cpu >= 0 ? cpu : 0;
+	if (pipe2(p.ab, O_CLOEXEC) || pipe2(p.ba, O_CLOEXEC)) {
+		err = -errno;
+		goto out;
+	}
+	err = -pthread_create(&t, NULL, driver, &p);
+	if (err)
+		goto out;
+	pthread_join(t, NULL);
+	err = p.cost < 0 ? (int)p.cost : 0;
+out:
+	for (int i = 0; i < 2; i++) {
+		if (p.ab[i] >= 0)
+			close(p.ab[i]);
+		if (p.ba[i] >= 0)
+			close(p.ba[i]);
+	}
+	return err ? err : p.cost;
+}
+
+int switches__parse(const char *text, uint64_t *n)
+{
+	static const char vol[] = "\nvoluntary_ctxt_switches:", invol[] = "\nnonvoluntary_ctxt_switches:";
+	const char *v = text ? strstr(text, vol) : NULL, *i = text ? strstr(text, invol) : NULL;
+	unsigned long long a, b;
+
+	if (!v || !i || sscanf(v + sizeof(vol) - 1, "%llu", &a) != 1 || sscanf(i + sizeof(invol) - 1, "%llu", &b) != 1)
+		return -EINVAL;
+	*n = a + b;
+	return 0;
+}
+
+int switches__add(struct switches *sw, int tid, uint64_t runs, bool first)
+{
+	uint64_t i;
+
+	if (hmap__get(&sw->idx, (uint64_t)tid, 0, 0, &i)) {
+		struct sw_thread *t = &sw->th[i];
+
+		/* fewer than before: another thread with a reused id, counted from its start */
+		t->count += runs >= t->last ? runs - t->last : runs;
+		t->last = runs;
+		return 0;
+	}
+	if (sw->n >= SW_MAX_THREADS) {
+		sw->untracked++;
+		return 0;
+	}
+	if (sw->n == sw->cap) {
+		size_t cap = sw->cap ? 2 * sw->cap : 64;
+		struct sw_thread *th = realloc(sw->th, cap * sizeof(*th));
+
+		if (!th)
+			return -ENOMEM;
+		sw->th = th;
+		sw->cap = cap;
+	}
+	if (hmap__put(&sw->idx, (uint64_t)tid, 0, 0, sw->n))
+		return -ENOMEM;
+	sw->th[sw->n++] = (struct sw_thread){.tid = tid, .last = runs, .count = first ? 0 : runs};
+	return 0;
+}
+
+/* A thread's status is ~1.5 KB, its switches the last lines; a CPU list of a large machine
+ * can add a few hundred bytes. */
+#define STATUS_MAX (16 << 10)
+
+/* Every thread of PID. */
+static void look_pid(struct switches *sw, int pid, bool first)
+{
+	char path[96];
+	struct dirent *d;
+	DIR *dp;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	dp = opendir(path);
+	if (!dp)
+		return; /* exited meanwhile */
+	while ((d = readdir(dp))) {
+		int tid = atoi(d->d_name);
+		uint64_t runs = 0;
+		char *text;
+
+		if (tid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
+		text = readfile__path(path, STATUS_MAX, true, NULL);
+		if (text && switches__parse(text, &runs) == 0 && switches__add(sw, tid, runs, first))
+			pr_debug("cannot count thread %d's switches: out of memory", tid);
+		free(text);
+	}
+	closedir(dp);
+}
+
+void switches__look(struct switches *sw, const int *pids, int n)
+{
+	bool first = !sw->looked;
+
+	if (!sw->on)
+		return;
+	if (first) {
+		sw->t0 = mono_s();
+		sw->looked = true;
+	}
+	for (int i = 0; i < n; i++)
+		look_pid(sw, pids[i], first);
+	sw->max = sw->total = 0;
+	for (size_t i = 0; i < sw->n; i++) {
+		sw->total += sw->th[i].count;
+		if (sw->th[i].count > sw->max)
+			sw->max = sw->th[i].count;
+	}
+}
+
+double switches__share(const struct switches *sw, double elapsed, double *all)
+{
+	double c = sw->on && sw->cost > 0 && elapsed > 0 ? sw->cost / elapsed : 0;
+
+	if (all)
+		*all = fmin(1, c * (double)sw->total);
+	return fmin(1, c * (double)sw->max);
+}
+
+void switches__text(const struct switches *sw, double elapsed, char *buf, unsigned long len)
+{
+	double all, mid = switches__share(sw, elapsed, &all), t = elapsed > 0 ? elapsed : 1;
+
+	if (!sw->on) {
+		snprintf(buf, len,
+			 "context switches: sampled per CPU, no event of a thread's own: nothing added to a switch");
+		return;
+	}
+	if (!(sw->cost >= 0)) {
+		snprintf(buf, len, "context switches: what the sampler's events add to one was not measured");
+		return;
+	}
+	snprintf(buf, len,
+		 "context switches: each target thread sampled on its own clock pays %.2f us a switch (its event "
+		 "stopped and started again; calibrated); the most switched thread switched %.3g times a second "
+		 "(%" PRIu64 " in all), %.3g%% of its time, counted in the estimated overhead and the budget; all the "
+		 "targets' threads together %.3g times a second, up to %.3g%% where each waits for the others'%s",
+		 sw->cost * 1e6, (double)sw->max / t, sw->max, 100 * mid, (double)sw->total / t, 100 * all,
+		 sw->untracked ? " (threads past the first 4096 not counted)" : "");
+}
+
+void switches__free(struct switches *sw)
+{
+	free(sw->th);
+	sw->th = NULL;
+	sw->n = sw->cap = 0;
+	hmap__clear(&sw->idx);
+}
