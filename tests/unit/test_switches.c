@@ -70,6 +70,34 @@ TEST(share)
 	CHECK(NEAR(switches__share(&sw, 10, &all), 0, 0) && all == 0);
 }
 
+/* Over the limit: judged after SW_MIN_SECS, never twice; per CPU from then on, nothing
+ * more is counted and the share so far is kept for the text. */
+TEST(over_the_limit_goes_per_cpu)
+{
+	struct switches sw = {.on = true, .looked = true, .cost = 1e-6, .max = 10000, .total = 20000};
+	int pid = (int)getpid();
+	char buf[768];
+
+	CHECK(!switches__over(&sw, 0.1, 0.005)); /* too early */
+	CHECK(switches__over(&sw, 1, 0.005));	 /* 1% over 1 s */
+	CHECK(!switches__over(&sw, 1, 0.02));	 /* under 2% */
+	CHECK(!switches__over(&sw, 4, 0.005));	 /* 0.25% over 4 s */
+	sw.on = false;
+	CHECK(!switches__over(&sw, 1, 0.005)); /* per CPU from the start */
+	sw.on = true;
+	switches__per_cpu(&sw, 1);
+	CHECK(NEAR(sw.per_cpu_at, 1, 0) && NEAR(sw.per_cpu_share, 0.01, 1e-12));
+	CHECK(!switches__over(&sw, 1, 0.005)); /* once */
+	switches__look(&sw, &pid, 1);
+	CHECK_INT(sw.n, 0);
+	CHECK_INT(sw.max, 10000);
+	/* the share decays over a longer recording: what was paid, over all of it */
+	CHECK(NEAR(switches__share(&sw, 4, NULL), 0.0025, 1e-12));
+	switches__text(&sw, 4, buf, sizeof(buf));
+	CHECK(strstr(buf, "switched 1e+04 times a second (10000 in all), 0.25% of its time"));
+	CHECK(strstr(buf, "sampled per CPU from 1 s on, where that was 1% of its time, over half the budget"));
+}
+
 /* The text says each part, or why there is none. */
 TEST(text)
 {
@@ -130,6 +158,7 @@ int main(int argc, char **argv)
 	RUN(parse_status);
 	RUN(counts_from_the_first_look);
 	RUN(share);
+	RUN(over_the_limit_goes_per_cpu);
 	RUN(text);
 	RUN(live_look);
 	RUN(calibrate_live);

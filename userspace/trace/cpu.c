@@ -306,6 +306,59 @@ static int open_events(struct cpu_sampler *c)
 	return 0;
 }
 
+int cpu__to_per_cpu(struct cpu_sampler *c)
+{
+	struct perf_event_attr attr = {
+	    .size = sizeof(attr),
+	    .type = c->ev_type,
+	    .config = c->ev_config,
+	    .freq = 1,
+	    .sample_freq = (uint64_t)c->s->opts->freq,
+	};
+	struct bpf_link **links = c->links;
+	int *pfds = c->pfds, nfds = c->nfds, err;
+
+	if (!c->per_task)
+		return 0;
+	/* the new events first: the targets are never left unsampled */
+	c->pfds = NULL;
+	c->links = NULL;
+	c->nfds = 0;
+	err = open_cpu_events(c, &attr);
+	for (int i = 0; !err && i < c->nfds; i++) {
+		c->links[i] = bpf_program__attach_perf_event(c->skel->progs.on_cpu_sample, c->pfds[i]);
+		if (!c->links[i])
+			err = -errno;
+	}
+	if (err) {
+		reset_events(c);
+		c->pfds = pfds;
+		c->links = links;
+		c->nfds = nfds;
+		return err;
+	}
+	/* then the threads' own go, and what kept them apart */
+	for (int i = 0; i < nfds; i++) {
+		bpf_link__destroy(links[i]);
+		if (pfds[i] >= 0)
+			close(pfds[i]);
+	}
+	free(links);
+	free(pfds);
+	if (c->on_task) {
+		procs__set_on_task(c->s->procs, NULL, NULL);
+		c->on_task = false;
+	}
+	if (c->hold_fd >= 0) {
+		close(c->hold_fd);
+		c->hold_fd = -1;
+	}
+	c->per_task = false;
+	c->unswappable = false;
+	pr_debug("sampling %s at %d Hz per CPU from now on (%d events)", c->event, c->s->opts->freq, c->nfds);
+	return 0;
+}
+
 struct cpu_sampler *cpu__new(struct session *s, int targets_fd, int comms_fd)
 {
 	struct cpu_sampler *c = calloc(1, sizeof(*c));

@@ -36,6 +36,11 @@ double cpu__sample_cost(struct cpu_sampler *c);
  * timed in the job: seconds a sample, 0 before any. */
 double cpu__prog_cost(struct cpu_sampler *c);
 void cpu__stats(struct cpu_sampler *c, struct cpu_stats *out);
+/* Sample per CPU from now on, where each target thread had an event of its own: what
+ * those events cost the targets' context switches is over what the budget allows
+ * (switches.h). The per-CPU events are in before the threads' go. 0, or a negative errno
+ * (the threads' events stay). */
+int cpu__to_per_cpu(struct cpu_sampler *c);
 /* The event each target thread has of its own, as opened (kind, frequency, sample type):
  * 0, or -ENOENT where the targets are sampled per CPU. */
 int cpu__task_attr(const struct cpu_sampler *c, struct perf_event_attr *attr);

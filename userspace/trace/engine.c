@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -348,6 +349,7 @@ int engine__start(struct engine *e, const char *desc)
 	switches_look(e);
 	status__init(&e->status, e->desc);
 	e->next_tick = e->start + 1.0;
+	e->sw_next = e->start + SW_EARLY;
 	pr_debug("recording %s", e->desc);
 	signal_ready();
 	return 0;
@@ -377,6 +379,29 @@ static void own_look(struct engine *e)
 		windows__set_own(e->win, e->own.fair);
 }
 
+/* Where the threads' own sampling events cost the most switched thread more than half the
+ * budget in its context switches, sample per CPU from now on (switches.h). Not under
+ * --exact, which spares no cost. */
+static void switch_check(struct engine *e, double t)
+{
+	const struct record_opts *o = e->s.opts;
+	double now = t - e->start;
+	int err;
+
+	if (o->exact || !switches__over(&e->sw, now, o->budget / 100 / 2))
+		return;
+	err = cpu__to_per_cpu(e->cpu);
+	if (err) {
+		pr_debug("cannot sample per CPU: %s; each thread keeps its own clock", strerror(-err));
+		return;
+	}
+	switches__per_cpu(&e->sw, now);
+	procs__report_switches(e->s.procs, false);
+	pr_debug("the threads' own sampling events cost the most switched thread %.3g%% of its time in its "
+		 "switches: sampling per CPU from %.3g s on",
+		 100 * e->sw.per_cpu_share, now);
+}
+
 /* The tick: drains, targets, new objects, symbolization, the status line. */
 static int tick(struct engine *e, double t)
 {
@@ -388,6 +413,7 @@ static int tick(struct engine *e, double t)
 	e->next_tick = t + 1.0;
 	own_look(e);
 	switches_look(e);
+	switch_check(e, t);
 	sample_cost(e);
 	err = cpu__drain(e->cpu, false);
 	cupti__consume_events(e->cupti); /* kernel names the CUDA drain uses */
@@ -453,6 +479,13 @@ int engine__step(struct engine *e)
 		return ENGINE_DURATION;
 	if (t >= e->next_tick)
 		return tick(e, t);
+	/* the threads' own clocks judged early too: a job of threads that hand work to each
+	 * other pays most of its cost before the first tick */
+	if (t >= e->sw_next) {
+		switches_look(e);
+		switch_check(e, t);
+		e->sw_next = t - e->start + SW_EARLY < 1.0 ? t + SW_EARLY : INFINITY;
+	}
 	if (!(o->all || o->daemon) && procs__num_live(e->s.procs) == 0) {
 		/* An exit event arrived: confirm and stop without waiting for the tick. */
 		if (procs__refresh(e->s.procs) == 0)

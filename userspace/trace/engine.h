@@ -47,6 +47,7 @@ struct engine {
 	struct status status;
 	struct owncpu own;  /* gpubpf's own CPU time, and what of it the targets paid (owncpu.h) */
 	struct switches sw; /* what the sampler's events add to the targets' switches (switches.h) */
+	double sw_next;	    /* when to look at them before the first tick (SW_EARLY apart) */
 	char desc[128];
 	bool quiet; /* no status line (the agent) */
 	/* called at the end of each tick, after the drains and symbolization (the agent cuts

@@ -259,11 +259,22 @@ static void look_pid(struct switches *sw, int pid, bool first)
 	closedir(dp);
 }
 
+bool switches__over(const struct switches *sw, double now, double limit)
+{
+	return sw->on && !(sw->per_cpu_at > 0) && now >= SW_MIN_SECS && switches__share(sw, now, NULL) > limit;
+}
+
+void switches__per_cpu(struct switches *sw, double now)
+{
+	sw->per_cpu_share = switches__share(sw, now, NULL);
+	sw->per_cpu_at = now > 0 ? now : 1e-9;
+}
+
 void switches__look(struct switches *sw, const int *pids, int n)
 {
 	bool first = !sw->looked;
 
-	if (!sw->on)
+	if (!sw->on || sw->per_cpu_at > 0)
 		return;
 	if (first) {
 		sw->t0 = mono_s();
@@ -291,6 +302,7 @@ double switches__share(const struct switches *sw, double elapsed, double *all)
 void switches__text(const struct switches *sw, double elapsed, char *buf, unsigned long len)
 {
 	double all, mid = switches__share(sw, elapsed, &all), t = elapsed > 0 ? elapsed : 1;
+	char tail[256] = "";
 
 	if (!sw->on) {
 		snprintf(buf, len,
@@ -301,13 +313,20 @@ void switches__text(const struct switches *sw, double elapsed, char *buf, unsign
 		snprintf(buf, len, "context switches: what the sampler's events add to one was not measured");
 		return;
 	}
+	if (sw->per_cpu_at > 0) {
+		t = sw->per_cpu_at;
+		snprintf(tail, sizeof(tail),
+			 "; sampled per CPU from %.3g s on, where that was %.3g%% of its time, over half the "
+			 "budget (per-CPU events are no thread's own: nothing is added to a switch)",
+			 sw->per_cpu_at, 100 * sw->per_cpu_share);
+	}
 	snprintf(buf, len,
 		 "context switches: each target thread sampled on its own clock pays %.2f us a switch (its event "
 		 "stopped and started again; calibrated); the most switched thread switched %.3g times a second "
 		 "(%" PRIu64 " in all), %.3g%% of its time, counted in the estimated overhead and the budget; all the "
-		 "targets' threads together %.3g times a second, up to %.3g%% where each waits for the others'%s",
+		 "targets' threads together %.3g times a second, up to %.3g%% where each waits for the others'%s%s",
 		 sw->cost * 1e6, (double)sw->max / t, sw->max, 100 * mid, (double)sw->total / t, 100 * all,
-		 sw->untracked ? " (threads past the first 4096 not counted)" : "");
+		 sw->untracked ? " (threads past the first 4096 not counted)" : "", tail);
 }
 
 void switches__free(struct switches *sw)

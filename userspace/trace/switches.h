@@ -39,13 +39,17 @@ struct switches {
 	double t0;   /* CLOCK_MONOTONIC of the first look */
 	struct sw_thread *th;
 	size_t n, cap;
-	struct hmap idx;    /* tid -> index in th */
-	uint64_t max;	    /* the most switched thread's switches since the first look */
-	uint64_t total;	    /* all the targets' threads' */
-	uint64_t untracked; /* threads past SW_MAX_THREADS, not counted */
+	struct hmap idx;      /* tid -> index in th */
+	uint64_t max;	      /* the most switched thread's switches since the first look */
+	uint64_t total;	      /* all the targets' threads' */
+	uint64_t untracked;   /* threads past SW_MAX_THREADS, not counted */
+	double per_cpu_at;    /* seconds into the recording where sampling went per CPU (0: never) */
+	double per_cpu_share; /* ... and what the events had cost the most switched thread */
 };
 
 #define SW_MAX_THREADS 4096
+#define SW_MIN_SECS 0.2 /* seconds of counting before the cost is judged */
+#define SW_EARLY 0.25	/* seconds between looks before the engine's first tick */
 
 /* Two threads on one CPU handing a byte to each other through pipes, with ATTR's event
  * on each and without: what the event adds to one thread's switch, out and back in
@@ -60,6 +64,16 @@ int switches__parse(const char *text, uint64_t *n);
  * thread seen then counts from there; one seen later, or only at its exit, counts from
  * its start). 0 or -ENOMEM. */
 int switches__add(struct switches *sw, int tid, uint64_t runs, bool first);
+
+/* Where the threads' own events cost the most switched thread more than LIMIT (a share
+ * of its time, over the recording's NOW seconds so far, at least MIN_SECS of them): true,
+ * and the sampler should go per CPU (switches__per_cpu). Per-CPU sampling has no events
+ * of a thread's own to stop and start; a thread that runs in bursts between sleeps is
+ * still caught in proportion to its CPU time, where no timer's phase is tied to its. */
+bool switches__over(const struct switches *sw, double now, double limit);
+
+/* Sampling went per CPU NOW seconds into the recording: nothing more is counted. */
+void switches__per_cpu(struct switches *sw, double now);
 
 /* A look at the threads of the live target PIDS (N of them). */
 void switches__look(struct switches *sw, const int *pids, int n);

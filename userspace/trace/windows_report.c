@@ -187,7 +187,10 @@ void windows_warn_floored(struct windows *w)
 	const struct governor *gv = w->gv;
 	double freq = gv->sample_cost > 0 ? (gv->cpu_cost - gv->switch_cost) / gv->sample_cost : 0;
 
-	if (w->warned_floor || !gv->floored || gv->exact || governor__overhead(gv) < FLOOR_WARN * gv->budget)
+	/* (the sampler's events in the threads' switches: sampling goes per CPU where they are
+	 * over half the budget, switches.h, and -F does nothing to them) */
+	if (w->warned_floor || !gv->floored || gv->exact ||
+	    governor__overhead(gv) - gv->switch_cost < FLOOR_WARN * gv->budget)
 		return;
 	for (int g = 0; g < gv->ngroups; g++)
 		if (!gv->g[g].always && !gv->g[g].measured)
@@ -196,7 +199,8 @@ void windows_warn_floored(struct windows *w)
 	pr_warn("the overhead budget of %.3g%% is below what gpubpf needs at the least: CPU sampling at %.0f Hz "
 		"takes %.3g%% of a thread's time, and each windowed group at least %.3g%% of every period; "
 		"planned %.3g%% (lower -F, or raise --overhead-budget)",
-		100 * gv->budget, freq, 100 * gv->cpu_cost, 100 * gv->min_duty, 100 * governor__overhead(gv));
+		100 * gv->budget, freq, 100 * (gv->cpu_cost - gv->switch_cost), 100 * gv->min_duty,
+		100 * governor__overhead(gv));
 }
 
 /* What of a thread's delay slows the job: the stalls' share over every windowed group's
