@@ -70,18 +70,20 @@ def own_cost(name, workload, secs):
     results.append(line)
 
 
-def handoff(name, prefix):
+def handoff(name, prefix, args=()):
     """Two threads handing work to each other (cpu_handoff: a switch of each thread a
-    hand-over), alone and under gpubpf in turn: the hand-overs a second, and beside the
-    measured loss what gpubpf estimated its sampler's events add to the switches (the most
-    switched thread's, up to all the threads')."""
+    hand-over), alone and under gpubpf ARGS in turn: the hand-overs a second, and beside
+    the measured loss what gpubpf estimated its sampler's events add to the switches (the
+    most switched thread's, up to all the threads'). With --overhead-budget 100 each thread
+    keeps its own clock to the end; under the default budget sampling goes per CPU within
+    a second."""
     wl = prefix + [os.path.join(WL, "cpu_handoff"), "3"]
     out = tempfile.mktemp(suffix=".pb.gz")
     rate = lambda text: float(re.search(r"per_sec=([0-9.]+)", text).group(1))
     alone, under, mids, alls = [], [], [], []
     for i in range(RUNS):
         alone.append(rate(subprocess.run(wl, check=True, stdout=subprocess.PIPE, text=True).stdout))
-        r = subprocess.run([G, "record", "-o", out, "--", *wl], check=True, stdout=subprocess.PIPE,
+        r = subprocess.run([G, "record", *args, "-o", out, "--", *wl], check=True, stdout=subprocess.PIPE,
                            stderr=subprocess.DEVNULL, text=True)
         under.append(rate(r.stdout))
         c = subprocess.run([G, "report", out], check=True, stdout=subprocess.PIPE, text=True).stdout
@@ -107,8 +109,12 @@ def main():
         side_by_side("cpu-bound, -F 99", [os.path.join(WL, "cpu_fixed"), "4000"], ["-F", "99"], 1.01)
         own_cost("cpu-bound recording", [os.path.join(WL, "cpu_ratio"), "1000"], int(os.environ.get("BENCH_SECS", "30")))
     if "cpu" in which or "handoff" in which:
-        handoff("two threads handing work to each other", [])
-        handoff("the same, both on one CPU", ["taskset", "-c", str(os.cpu_count() - 1)])
+        one = ["taskset", "-c", str(os.cpu_count() - 1)]
+        own = ["--overhead-budget", "100"]
+        handoff("two threads handing work to each other, own clocks kept (--overhead-budget 100)", [], own)
+        handoff("the same, default (per CPU within a second)", [])
+        handoff("the same on one CPU, own clocks kept", one, own)
+        handoff("the same on one CPU, default", one)
     for name in ("cuda", "python"):
         extra = os.path.join(os.path.dirname(__file__), f"bench_{name}.py")
         if os.path.exists(extra) and name in which:
