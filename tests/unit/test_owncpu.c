@@ -129,6 +129,44 @@ TEST(odd_looks)
 	CHECK(owncpu__share(&o, 1, &hi) == 1 && hi == 1);
 }
 
+/* The set-up's part: counted with the recording's where the targets ran beside it (-p),
+ * said and not counted where they were held (a started command); idle CPUs hold it. */
+TEST(setup_beside_the_targets)
+{
+	struct owncpu_snap mark = snap(0, 0.01, 100, 50), first = snap(0.5, 0.31, 101, 50.1);
+	struct owncpu o = cpus(2);
+	char text[768];
+
+	o.last = first;
+	o.have = true;
+	o.setup = 0.31;
+	owncpu__add_setup(&o, &mark, true);
+	/* 0.3 s of gpubpf's, 0.1 s idle: 0.2 displaced; the others ran 0.7 s, a thread 0.5 */
+	CHECK(NEAR(o.setup_displaced, 0.2, 1e-9));
+	CHECK(NEAR(o.displaced, 0.2, 1e-9) && NEAR(o.fair, 0.2 * 0.5 / 0.7, 1e-9));
+	owncpu__add(&o, &(struct owncpu_snap){1.5, 0.31, 103, 50.1}); /* a recording second, none of gpubpf's */
+	CHECK(NEAR(o.displaced, 0.2, 1e-9) && NEAR(o.own, 0, 1e-12));
+	owncpu__text(&o, 1, text, sizeof(text));
+	CHECK(strstr(text, "0.31 s more setting up before it, beside the running targets, 0.2 s of that where no CPU"));
+
+	o = cpus(2);
+	o.last = first;
+	o.have = true;
+	owncpu__add_setup(&o, &mark, false); /* held: said, not counted */
+	CHECK(NEAR(o.setup_displaced, 0.2, 1e-9) && o.displaced == 0 && o.fair == 0);
+	owncpu__text(&o, 1, text, sizeof(text));
+	CHECK(strstr(text, "the targets held or not started"));
+
+	o = cpus(2);
+	o.last = snap(0.5, 0.31, 100.3, 50.5); /* a CPU idle all along */
+	o.have = true;
+	owncpu__add_setup(&o, &mark, true);
+	CHECK(o.setup_displaced == 0 && o.fair == 0);
+	o.last = mark; /* no time between: nothing */
+	owncpu__add_setup(&o, &mark, true);
+	CHECK(o.setup_displaced == 0);
+}
+
 /* The real thing: two looks at this machine a moment apart read sane numbers. */
 TEST(live_looks)
 {
@@ -136,7 +174,8 @@ TEST(live_looks)
 	volatile double x = 0;
 	char text[512];
 
-	owncpu__start(&o);
+	owncpu__mark();
+	owncpu__start(&o, true);
 	if (o.failed)
 		SKIP("/proc/stat unreadable here");
 	for (long i = 0; i < 20000000; i++)
@@ -159,6 +198,7 @@ int main(int argc, char **argv)
 	RUN(full_machine);
 	RUN(one_cpu);
 	RUN(odd_looks);
+	RUN(setup_beside_the_targets);
 	RUN(live_looks);
 	return T_END();
 }

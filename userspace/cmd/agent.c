@@ -498,6 +498,7 @@ int agent__main(int argc, char **argv)
 	char what[256];
 	int err;
 
+	owncpu__mark(); /* the set-up's CPU from here */
 	err = agent__parse(argc, argv, &o);
 	if (err)
 		return err;

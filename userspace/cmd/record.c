@@ -244,6 +244,7 @@ int record__main(int argc, char **argv)
 	bool opened = false;
 	int err, state = ENGINE_RUNNING;
 
+	owncpu__mark(); /* the set-up's CPU from here */
 	err = cli__parse_record(argc, argv, &o);
 	if (err)
 		return err;

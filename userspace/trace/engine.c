@@ -345,7 +345,8 @@ int engine__start(struct engine *e, const char *desc)
 		}
 	}
 	profile__set_time(s->prof, engine__wall_ns(), 0);
-	owncpu__start(&e->own);
+	/* a started command was held through the set-up; anything else ran beside it */
+	owncpu__start(&e->own, !e->s.opts->command);
 	switches_look(e);
 	status__init(&e->status, e->desc);
 	e->next_tick = e->start + 1.0;

@@ -55,24 +55,46 @@ int owncpu__parse(const struct owncpu *o, const char *text, double tick, struct 
 	return any ? 0 : -EINVAL;
 }
 
+/* Between looks A and B: gpubpf's CPU time (*G), what of it no idle CPU could have held
+ * (*D), and a thread's fair part of that (returned): its CPU time (all of the interval, at
+ * most what the others ran) over everything else's. */
+static double between(const struct owncpu_snap *a, const struct owncpu_snap *b, double *g, double *d)
+{
+	double dt = b->t - a->t, idle = fmax(0, b->idle - a->idle), busy = fmax(0, b->busy - a->busy), others;
+
+	*g = fmax(0, b->self - a->self);
+	*d = fmax(0, *g - idle);
+	others = fmax(0, busy - *g);
+	return *d > 0 && others > 0 ? *d * fmin(dt, others) / others : 0;
+}
+
 void owncpu__add(struct owncpu *o, const struct owncpu_snap *s)
 {
 	if (o->have && s->t > o->last.t) {
-		double dt = s->t - o->last.t, g = fmax(0, s->self - o->last.self);
-		double idle = fmax(0, s->idle - o->last.idle), busy = fmax(0, s->busy - o->last.busy);
-		/* what no idle CPU could have held, and what everything else ran meanwhile */
-		double d = fmax(0, g - idle), others = fmax(0, busy - g);
+		double g, d, fair = between(&o->last, s, &g, &d);
 
 		o->own += g;
 		o->displaced += d;
-		o->span += dt;
-		/* a thread's fair part: its CPU time (all of the interval, at most what the
-		 * others ran) over the others' */
-		if (d > 0 && others > 0)
-			o->fair += d * fmin(dt, others) / others;
+		o->span += s->t - o->last.t;
+		o->fair += fair;
 	}
 	o->last = *s;
 	o->have = true;
+}
+
+void owncpu__add_setup(struct owncpu *o, const struct owncpu_snap *mark, bool beside)
+{
+	double g, d, fair;
+
+	if (!o->have || !(o->last.t > mark->t))
+		return;
+	fair = between(mark, &o->last, &g, &d);
+	o->setup_displaced = d;
+	o->beside = beside;
+	if (beside) {
+		o->displaced += d;
+		o->fair += fair;
+	}
 }
 
 static double self_cpu(void)
@@ -105,11 +127,14 @@ static int snap(struct owncpu *o, struct owncpu_snap *s)
 	return 0;
 }
 
-void owncpu__start(struct owncpu *o)
+/* The look at gpubpf's start (owncpu__mark), if one was taken. */
+static struct owncpu_snap mark;
+static bool marked;
+
+static void set_mask(struct owncpu *o)
 {
 	cpu_set_t set;
 
-	memset(o, 0, sizeof(*o));
 	if (sched_getaffinity(0, sizeof(set), &set) == 0) {
 		for (int n = 0; n < CPU_SETSIZE && n < (int)sizeof(o->mask) * 8; n++)
 			if (CPU_ISSET(n, &set)) {
@@ -121,8 +146,25 @@ void owncpu__start(struct owncpu *o)
 		memset(o->mask, 0xff, sizeof(o->mask));
 		o->ncpus = -1; /* all of them */
 	}
+}
+
+void owncpu__mark(void)
+{
+	struct owncpu o = {0};
+
+	set_mask(&o);
+	marked = snap(&o, &mark) == 0;
+}
+
+void owncpu__start(struct owncpu *o, bool beside)
+{
+	memset(o, 0, sizeof(*o));
+	set_mask(o);
 	owncpu__look(o);
 	o->setup = o->have ? o->last.self : self_cpu();
+	if (marked)
+		owncpu__add_setup(o, &mark, beside);
+	marked = false; /* a later recording's set-up is its own */
 }
 
 void owncpu__look(struct owncpu *o)
@@ -152,17 +194,25 @@ double owncpu__share(const struct owncpu *o, double elapsed, double *hi)
 void owncpu__text(const struct owncpu *o, double elapsed, char *buf, unsigned long len)
 {
 	double hi, mid = owncpu__share(o, elapsed, &hi);
+	char setup[200];
 
 	if (o->failed || !o->have) {
 		snprintf(buf, len, "gpubpf's own CPU: not measured (/proc/stat unreadable)");
 		return;
 	}
-	snprintf(
-	    buf, len,
-	    "gpubpf's own CPU: %.3g s over %.3g s (%.3g%% of a CPU; %.3g s more setting up before it); %.3g s of it "
-	    "ran where none of the %d CPUs it may use was idle, taken from what ran there: the busiest target "
-	    "thread's fair share of it is %.3g%% of its time (up to %.3g%% if all of it came from that thread), "
-	    "counted in the estimated overhead and repaid from the budget",
-	    o->own, o->span, o->span > 0 ? 100 * o->own / o->span : 0, o->setup, o->displaced,
-	    o->ncpus > 0 ? o->ncpus : (int)sysconf(_SC_NPROCESSORS_ONLN), 100 * mid, 100 * hi);
+	if (o->beside)
+		snprintf(setup, sizeof(setup),
+			 "; %.3g s more setting up before it, beside the running targets, %.3g s of that where no "
+			 "CPU was idle, counted with the rest",
+			 o->setup, o->setup_displaced);
+	else
+		snprintf(setup, sizeof(setup), "; %.3g s more setting up before it, the targets held or not started",
+			 o->setup);
+	snprintf(buf, len,
+		 "gpubpf's own CPU: %.3g s over %.3g s (%.3g%% of a CPU%s); %.3g s of it ran where none of the %d CPUs "
+		 "it may use was idle, taken from what ran there: the busiest target thread's fair share of it is "
+		 "%.3g%% of its time (up to %.3g%% if all of it came from that thread), counted in the estimated "
+		 "overhead and repaid from the budget",
+		 o->own, o->span, o->span > 0 ? 100 * o->own / o->span : 0, setup, o->displaced,
+		 o->ncpus > 0 ? o->ncpus : (int)sysconf(_SC_NPROCESSORS_ONLN), 100 * mid, 100 * hi);
 }

@@ -38,17 +38,29 @@ struct owncpu {
 	int ncpus;		 /* CPUs looked at (gpubpf's affinity) */
 	unsigned char mask[128]; /* bit N: CPU N (up to 1024 CPUs) */
 	struct owncpu_snap last;
-	double own;	  /* gpubpf's CPU seconds between the first look and the last */
-	double displaced; /* ... of it that no idle CPU could have held: what the busiest thread
-			   * may have lost, at most */
-	double fair;	  /* ... a thread's fair share of that, where it could run all the time */
-	double span;	  /* seconds between the first look and the last */
-	double setup;	  /* gpubpf's CPU seconds before the first look: its set-up (BPF, the
-			   * calibrations), beside the job where it attached to a running one */
+	double own;		/* gpubpf's CPU seconds between the first look and the last */
+	double displaced;	/* ... of it that no idle CPU could have held: what the busiest thread
+				 * may have lost, at most */
+	double fair;		/* ... a thread's fair share of that, where it could run all the time */
+	double span;		/* seconds between the first look and the last */
+	double setup;		/* gpubpf's CPU seconds before the first look: its set-up (BPF, the
+				 * calibrations), beside the job where it attached to a running one */
+	double setup_displaced; /* ... of it that no idle CPU could have held (owncpu__mark) */
+	bool beside;		/* ... and the targets ran meanwhile: in displaced and fair */
 };
 
-/* The first look: which CPUs gpubpf may run on, and where they stand now. */
-void owncpu__start(struct owncpu *o);
+/* A look at gpubpf's start, before its set-up (BPF, BTF, the calibrations: 0.2-0.3 s of
+ * CPU): what of that no idle CPU could have held is known at the next owncpu__start
+ * (the first only: a later recording's set-up is not measured). */
+void owncpu__mark(void);
+
+/* The first look: which CPUs gpubpf may run on, and where they stand now. BESIDE: the
+ * targets ran during gpubpf's set-up (-p, -a, the agent; a started command is held): what
+ * the set-up displaced since owncpu__mark is counted as the recording's. */
+void owncpu__start(struct owncpu *o, bool beside);
+
+/* Pure arithmetic of the set-up's part (unit-tested): O's first look against MARK. */
+void owncpu__add_setup(struct owncpu *o, const struct owncpu_snap *mark, bool beside);
 
 /* Another look: what gpubpf ran since the last one, and what it displaced. */
 void owncpu__look(struct owncpu *o);

@@ -27,12 +27,13 @@
  * closed). With them it is not: a switch costs most where the sampling timer is the CPU's
  * next (programmed again as the thread leaves and comes back), which changes as its period
  * runs down, so 500-round batches read 3.6-9.6 us where 5000-round ones read 3.9-4.7 us
- * (dev VM): the median of a few long ones. ~80 ms in all. */
+ * (dev VM): the median of a few long ones. ~50 ms in all, on one CPU: where gpubpf
+ * attaches to a job that fills the machine, the job's. */
 #define CAL_WARM_ROUNDS 2000
 #define CAL_BASE_ROUNDS 500
 #define CAL_BASE_BATCHES 6
-#define CAL_EV_ROUNDS 4000
-#define CAL_EV_BATCHES 4
+#define CAL_EV_ROUNDS 3000
+#define CAL_EV_BATCHES 3
 
 static double mono_s(void)
 {
