@@ -20,6 +20,7 @@
 #include "log.h"
 #include "readfile.h"
 #include "switches.h"
+#include "vec.h"
 
 /* Without the events a hand-over's time is steady: the least of a few short batches,
  * taken before any event is opened on the two threads (a thread that has held one keeps
@@ -214,15 +215,8 @@ int switches__add(struct switches *sw, int tid, uint64_t runs, bool first)
 		sw->untracked++;
 		return 0;
 	}
-	if (sw->n == sw->cap) {
-		size_t cap = sw->cap ? 2 * sw->cap : 64;
-		struct sw_thread *th = realloc(sw->th, cap * sizeof(*th));
-
-		if (!th)
-			return -ENOMEM;
-		sw->th = th;
-		sw->cap = cap;
-	}
+	if (vec__grow((void **)&sw->th, &sw->cap, sw->n + 1, sizeof(*sw->th)))
+		return -ENOMEM;
 	if (hmap__put(&sw->idx, (uint64_t)tid, 0, 0, sw->n))
 		return -ENOMEM;
 	sw->th[sw->n++] = (struct sw_thread){.tid = tid, .last = runs, .count = first ? 0 : runs};
