@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -29,6 +30,35 @@ TEST(parse_status)
 	CHECK_INT(switches__parse(first, &n), -EINVAL); /* never the first line of a status */
 	CHECK_INT(switches__parse("", &n), -EINVAL);
 	CHECK_INT(switches__parse(NULL, &n), -EINVAL);
+}
+
+/* The status of a target's thread is a target's text (its name is in it): random bytes
+ * and a real status cut and mutated anywhere are read within their bounds (ASan) and give
+ * a count or -EINVAL, never anything else. */
+TEST(parse_mutated_status)
+{
+	static const char status[] = "Name:\tpt_main_thread\nState:\tR (running)\nTgid:\t7\n"
+				     "voluntary_ctxt_switches:\t1000\nnonvoluntary_ctxt_switches:\t20\n";
+	char buf[sizeof(status)];
+	unsigned seed = 12345;
+
+	for (int i = 0; i < 20000; i++) {
+		size_t n = (size_t)rand_r(&seed) % sizeof(status);
+		uint64_t v = 0;
+		int r;
+
+		memcpy(buf, status, sizeof(status));
+		if (i % 2) {
+			for (size_t k = 0; k < n; k++)
+				buf[k] = (char)(rand_r(&seed) & 0xff);
+		} else {
+			for (int m = 0; m < 3; m++)
+				buf[(size_t)rand_r(&seed) % (sizeof(status) - 1)] = (char)(rand_r(&seed) & 0xff);
+		}
+		buf[n] = '\0';
+		r = switches__parse(buf, &v);
+		CHECK(r == 0 || r == -EINVAL);
+	}
 }
 
 /* Threads seen at the first look count from there; one seen later counts from its start;
@@ -156,6 +186,7 @@ int main(int argc, char **argv)
 {
 	T_BEGIN(argv);
 	RUN(parse_status);
+	RUN(parse_mutated_status);
 	RUN(counts_from_the_first_look);
 	RUN(share);
 	RUN(over_the_limit_goes_per_cpu);
