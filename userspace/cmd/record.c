@@ -351,7 +351,16 @@ int record__main(int argc, char **argv)
 	set_main_mapping(s);
 	add_comments(&e);
 	cupti__add_comments(e.cupti, e.elapsed);
-	cupti__summary(e.cupti, gpu_summary, sizeof(gpu_summary));
+	{
+		struct cupti_stats cst;
+
+		/* a job with no CUDA at all: no device time to explain (the comments still do) */
+		cupti__stats(e.cupti, &cst);
+		if (e.cs.objects || cst.objects)
+			cupti__summary(e.cupti, gpu_summary, sizeof(gpu_summary));
+		else
+			snprintf(gpu_summary, sizeof(gpu_summary), ", no CUDA in the targets");
+	}
 
 	err = outfile__write(o.output, write_cb, &w);
 	if (err) {

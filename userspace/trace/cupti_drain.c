@@ -324,9 +324,20 @@ const char *cupti__unavailable_reason(struct cupti_tracer *c)
 		return c->reason;
 	}
 	if (!c->objects) {
-		snprintf(c->reason, sizeof(c->reason),
-			 "no target had the injection library loaded (start the job with CUDA_INJECTION64_PATH=%s)",
-			 lib ? lib : "/path/to/libgpubpf_inject.so");
+		const char *env = getenv("CUDA_INJECTION64_PATH");
+
+		/* record -- set it for the command: the CUDA driver did not load it */
+		if (c->s->opts->command && !c->s->opts->no_device_time && env && lib && strcmp(env, lib) == 0)
+			snprintf(c->reason, sizeof(c->reason),
+				 "no target had the injection library loaded: the command ran with "
+				 "CUDA_INJECTION64_PATH=%s, which a CUDA driver loads at the first CUDA call; none "
+				 "reached one (no GPU driver here?)",
+				 lib);
+		else
+			snprintf(c->reason, sizeof(c->reason),
+				 "no target had the injection library loaded (start the job with "
+				 "CUDA_INJECTION64_PATH=%s)",
+				 lib ? lib : "/path/to/libgpubpf_inject.so");
 		return c->reason;
 	}
 	hmap_for_each(&c->tab, e)
