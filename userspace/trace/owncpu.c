@@ -208,11 +208,13 @@ void owncpu__text(const struct owncpu *o, double elapsed, char *buf, unsigned lo
 	else
 		snprintf(setup, sizeof(setup), "; %.3g s more setting up before it, the targets held or not started",
 			 o->setup);
-	snprintf(buf, len,
-		 "gpubpf's own CPU: %.3g s over %.3g s (%.3g%% of a CPU%s); %.3g s of it ran where none of the %d CPUs "
-		 "it may use was idle, taken from what ran there: the busiest target thread's fair share of it is "
-		 "%.3g%% of its time (up to %.3g%% if all of it came from that thread), counted in the estimated "
-		 "overhead and repaid from the budget",
-		 o->own, o->span, o->span > 0 ? 100 * o->own / o->span : 0, setup, o->displaced,
-		 o->ncpus > 0 ? o->ncpus : (int)sysconf(_SC_NPROCESSORS_ONLN), 100 * mid, 100 * hi);
+	snprintf(
+	    buf, len,
+	    "gpubpf's own CPU: %.3g s over %.3g s (%.3g%% of a CPU%s); %.3g s of it%s ran where none of the %d CPUs "
+	    "it may use was idle, taken from what ran there: the busiest target thread's fair share of it is "
+	    "%.3g%% of its time (up to %.3g%% if all of it came from that thread), counted in the estimated "
+	    "overhead and repaid from the budget",
+	    o->own, o->span, o->span > 0 ? 100 * o->own / o->span : 0, setup, o->displaced,
+	    o->beside ? " and the set-up" : "", o->ncpus > 0 ? o->ncpus : (int)sysconf(_SC_NPROCESSORS_ONLN), 100 * mid,
+	    100 * hi);
 }

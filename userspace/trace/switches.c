@@ -23,13 +23,11 @@
 #include "vec.h"
 
 /* Without the events a hand-over's time is steady: the least of a few short batches,
- * taken before any event is opened on the two threads (a thread that has held one keeps
- * paying part of it: 3.1 us where it never had one 2.55, with the events disabled or
- * closed). With them it is not: a switch costs most where the sampling timer is the CPU's
- * next (programmed again as the thread leaves and comes back), which changes as its period
- * runs down, so 500-round batches read 3.6-9.6 us where 5000-round ones read 3.9-4.7 us
- * (dev VM): the median of a few long ones. ~50 ms in all, on one CPU: where gpubpf
- * attaches to a job that fills the machine, the job's. */
+ * taken before any event is opened on the two threads (one opened and disabled still
+ * costs part of it: 3.1 us where none was ever opened 2.55; closed, nothing). With them it is not: a switch costs most
+ * where the sampling timer is the CPU's next (programmed again as the thread leaves and comes back), which changes as
+ * its period runs down, so 500-round batches read 3.6-9.6 us where 5000-round ones read 3.9-4.7 us (dev VM): the median
+ * of a few long ones. ~50 ms in all, on one CPU: where gpubpf attaches to a job that fills the machine, the job's. */
 #define CAL_WARM_ROUNDS 2000
 #define CAL_BASE_ROUNDS 500
 #define CAL_BASE_BATCHES 6
@@ -67,7 +65,7 @@ static void *peer(void *arg)
 	struct pingpong *p = arg;
 	char c = 0;
 
-	p->peer_tid = (int)syscall(SYS_gettid);
+	__atomic_store_n(&p->peer_tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
 	if (pin(p->cpu))
 		c = 1; /* tells the driver */
 	while (write(p->ba[1], &c, 1) == 1 && read(p->ab[0], &c, 1) == 1)
@@ -136,7 +134,7 @@ static void *driver(void *arg)
 		base = fmin(base, x);
 	}
 	fds[0] = err ? -1 : open_on(p->attr, (int)syscall(SYS_gettid));
-	fds[1] = fds[0] < 0 ? -1 : open_on(p->attr, p->peer_tid);
+	fds[1] = fds[0] < 0 ? -1 : open_on(p->attr, __atomic_load_n(&p->peer_tid, __ATOMIC_ACQUIRE));
 	if (!err && (fds[0] < 0 || fds[1] < 0))
 		err = -errno;
 	if (!err)
@@ -156,7 +154,9 @@ out:
 		if (fds[i] >= 0)
 			close(fds[i]);
 	/* a hand-over is two switches, one of each thread: each out and back in once */
-	pr_debug("switches: a hand-over on CPU %d %.2f us, %.2f us with the events", p->cpu, base * 1e6, ev * 1e6);
+	if (!err)
+		pr_debug("switches: a hand-over on CPU %d %.2f us, %.2f us with the events", p->cpu, base * 1e6,
+			 ev * 1e6);
 	p->cost = err ? err : fmax(0, ev - base) / 2;
 	return NULL;
 }

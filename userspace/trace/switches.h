@@ -35,7 +35,8 @@ struct sw_thread {
 struct switches {
 	bool on;     /* the targets' threads are sampled on their own clocks */
 	bool looked; /* a first look was taken */
-	double cost; /* seconds a sampled thread's switch costs it (out and back in) */
+	double cost; /* seconds a sampled thread's switch costs it (out and back in);
+		      * negative (an errno) where it could not be measured */
 	double t0;   /* CLOCK_MONOTONIC of the first look */
 	struct sw_thread *th;
 	size_t n, cap;
