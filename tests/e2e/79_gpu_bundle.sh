@@ -13,7 +13,7 @@ fi
 size=$(du -sm "$B" | cut -f1)
 if [ "$size" -lt 64 ]; then pass "bundle-under-64MiB:${size}MiB"; else fail "bundle-under-64MiB" "$size MiB"; fi
 for f in gpubpf libgpubpf_inject.so gpu_check.py train_loop.py step_bench.py workloads/launch_loop \
-	workloads/runtime_wl_shared workloads/runtime_wl_static workloads/driver_wl; do
+	workloads/runtime_wl_shared workloads/runtime_wl_static workloads/driver_wl workloads/cpu_handoff; do
 	[ -e "$B/$f" ] || fail "bundle-has:$f" "missing"
 done
 if file "$B/gpubpf" | grep -q "statically linked"; then pass "bundle-gpubpf-static"; else fail "bundle-gpubpf-static" "$(file "$B/gpubpf")"; fi
@@ -59,6 +59,14 @@ if grep -q "^6	throughput, launch_loop (medians of 1)	alone [0-9]*/s, default [0
 	pass "selftest:throughput-row"
 else
 	fail "selftest:throughput-row" "$(grep throughput "$R")"
+fi
+# what each thread's own sampling clock costs its switches: the hand-over pair's rates, the
+# estimate, and when sampling went per CPU under the default budget
+got=$(row "context switches, two threads handing work over (medians of 1)")
+if echo "$got" | grep -Eq '^alone [0-9]+/s, own clocks [0-9]+/s \(meas\. [0-9.e+-]+%\), default [0-9]+/s \(meas\. [0-9.e+-]+%\), est\. with own clocks [0-9.e+-]+% \(up to [0-9.e+-]+%\), per CPU from [0-9.]+ s\|INFO$'; then
+	pass "selftest:switches-row"
+else
+	fail "selftest:switches-row" "'$got'"
 fi
 # item 14: the job ran under device time, and lived
 got=$(row "the job survives device time: launch_loop --spin-us 4")

@@ -569,6 +569,49 @@ def check_throughput():
             device_windows(tp_pb(name, "default+device time"), name + ": ", required=not SELFTEST)
 
 
+def check_switches():
+    """Issue 13: what each target thread's own sampling event costs its context switches, on
+    this machine: two threads handing a byte to each other (cpu_handoff), alone, with the
+    threads' own clocks kept to the end (--overhead-budget 100) and by default (per CPU
+    once that cost is over half the budget); gpubpf's estimate beside the measured loss."""
+    wl = os.path.join(WL, "cpu_handoff")
+    if not os.path.exists(wl):
+        result("13", "context switches, two threads handing work over", "missing from the bundle", "present",
+               "SKIP")
+        return
+    cmd = [wl, "2"]
+    modes = [("alone", None), ("own clocks", ["--overhead-budget", "100"]), ("default", [])]
+    runs = {m: [] for m, _ in modes}
+    est, allt, at = [], [], []
+    for r in range(ROUNDS):
+        for m, args in modes if r % 2 == 0 else list(reversed(modes)):
+            pb = os.path.join(OUT, "switches-%s.pb.gz" % m.replace(" ", "_"))
+            c = cmd if args is None else [GPUBPF, "record", "--no-device-time", "-o", pb] + args + ["--"] + cmd
+            rc, out = run("switches-%s-%d" % (m.replace(" ", "_"), r), c)
+            runs[m].append(rate(out, "per_sec"))
+            if args is None:
+                continue
+            rc, rep = run("switches-%s-%d-report" % (m.replace(" ", "_"), r), [GPUBPF, "report", pb])
+            e = re.search(r"context switches: .*?, ([0-9.e+-]+)% of its time, .*? up to ([0-9.e+-]+)%", rep)
+            if e and m == "own clocks":
+                est.append(float(e.group(1)))
+                allt.append(float(e.group(2)))
+            w = re.search(r"sampled per CPU from ([0-9.e+-]+) s on", rep)
+            if w and m == "default":
+                at.append(float(w.group(1)))
+    alone = statistics.median(runs["alone"]) if runs["alone"] else 0
+    parts = ["alone %.0f/s" % alone]
+    for m in ("own clocks", "default"):
+        v = statistics.median(runs[m]) if runs[m] else 0
+        lost = " (meas. %.2g%%)" % (100 * (1 - v / alone)) if alone else ""
+        parts.append("%s %.0f/s%s" % (m, v, lost))
+    if est:
+        parts.append("est. with own clocks %.2g%% (up to %.2g%%)" % (statistics.median(est), statistics.median(allt)))
+    parts.append("per CPU from %s s" % ("/".join("%.2g" % x for x in at) if at else "- (never)"))
+    result("13", "context switches, two threads handing work over (medians of %d)" % ROUNDS, ", ".join(parts),
+           "measured", "INFO")
+
+
 def died(rc, out, key):
     """Why a job run under gpubpf did not end well (a signal, a failure, no result line), or
     None."""
@@ -647,6 +690,7 @@ def main():
         check_estimates()
         check_remeasure()
         check_throughput()
+        check_switches()
         table()
         return 0
     why = environment()
@@ -662,6 +706,7 @@ def main():
     check_estimates()
     check_remeasure()
     check_throughput()
+    check_switches()
     table()
     return 1 if failed else 0
 
