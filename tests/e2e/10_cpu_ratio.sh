@@ -62,9 +62,10 @@ grep -qE 'leaf_c .*cpu_ratio.c:[0-9]+' "$TMP/lines" && pass "file-line" || fail 
 
 # 4. --format folded --sample-type: cpu nanoseconds per stack, the same 1:2:3 split; a
 # type it does not know, or a format that keeps every type, is refused before recording.
-if "$GPUBPF" record -F 499 --format folded --sample-type cpu -o "$TMP/cpu.folded" -- "$WL/cpu_ratio" 2 \
-	>"$TMP/folded.log" 2>&1; then
-	python3 - "$TMP/cpu.folded" <<'PY' >"$TMP/folded.shares" && pass "folded-cpu-ns" || fail "folded-cpu-ns" "$(cat "$TMP/folded.shares")"
+# A sample's cpu value has the scheduler's tick for grain (4 ms here: at 499 Hz half the
+# samples carry 0, DESIGN.md), so a 2 s run's shares strayed 5 points (c: 0.45-0.55 in 6
+# runs, at a6958bb too); 6 s runs stay within 2.3, and a loaded host gets one rerun.
+cat >"$TMP/folded.py" <<'PY'
 import sys
 tot = {"leaf_a": 0, "leaf_b": 0, "leaf_c": 0}
 for line in open(sys.argv[1]):
@@ -73,14 +74,22 @@ for line in open(sys.argv[1]):
     if leaf in tot:
         tot[leaf] += int(n)
 s = sum(tot.values())
-# cpu/nanoseconds: 2 s of one busy thread is about 2e9 ns, far more than the ~1000 samples
-ok = s > 5e8 and all(abs(tot[k] / s - w / 6) < 0.05 for k, w in (("leaf_a", 1), ("leaf_b", 2), ("leaf_c", 3)))
+# cpu/nanoseconds: 6 s of one busy thread is about 6e9 ns, far more than the ~3000 samples
+ok = s > 1.5e9 and all(abs(tot[k] / s - w / 6) < 0.05 for k, w in (("leaf_a", 1), ("leaf_b", 2), ("leaf_c", 3)))
 print({k: round(v / s, 3) for k, v in tot.items()}, s)
 sys.exit(0 if ok else 1)
 PY
-else
-	fail "folded-cpu-ns" "$(tail -3 "$TMP/folded.log")"
-fi
+for run in 1 2; do
+	if ! "$GPUBPF" record -F 499 --format folded --sample-type cpu -o "$TMP/cpu.folded" -- "$WL/cpu_ratio" 6 \
+		>"$TMP/folded.log" 2>&1; then
+		echo "record failed: $(tail -3 "$TMP/folded.log")" >"$TMP/folded.shares"
+		break
+	fi
+	python3 "$TMP/folded.py" "$TMP/cpu.folded" >"$TMP/folded.shares" && break
+	[ $run = 1 ] && echo "# folded cpu shares off ($(cat "$TMP/folded.shares")): run again once"
+done
+python3 "$TMP/folded.py" "$TMP/cpu.folded" >/dev/null 2>&1 && pass "folded-cpu-ns" ||
+	fail "folded-cpu-ns" "$(cat "$TMP/folded.shares")"
 "$GPUBPF" record --format folded --sample-type nope -o "$TMP/x.folded" -- true >"$TMP/st.err" 2>&1 &&
 	fail "sample-type-unknown" "exited 0" || {
 	grep -q "unknown --sample-type 'nope'" "$TMP/st.err" && [ ! -e "$TMP/x.folded" ] &&
