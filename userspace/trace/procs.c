@@ -18,6 +18,7 @@
 #include "links.h"
 #include "log.h"
 #include "procs.h"
+#include "stacks.h"
 #include "procs.skel.h"
 
 #define PROCS_MAX_ON_CHANGE 4
@@ -590,30 +591,21 @@ void procs__report_switches(struct procs *p, bool on)
 
 void procs__take_exit_switches(struct procs *p, void (*cb)(void *ctx, int tid, uint64_t n), void *ctx)
 {
-	int fd = bpf_map__fd(p->skel->maps.exit_switches);
-	__u32 key, next, *prev = NULL;
-	__u32 keys[256];
-	int n = 0;
+	struct bpf_map *m = p->skel->maps.exit_switches;
+	struct stacks_taken t;
 
-	/* a batch at a time: deleting while walking would restart the walk */
-	do {
-		n = 0;
-		prev = NULL;
-		while (n < (int)(sizeof(keys) / sizeof(keys[0])) && bpf_map_get_next_key(fd, prev, &next) == 0) {
-			keys[n++] = next;
-			key = next;
-			prev = &key;
-		}
-		for (int i = 0; i < n; i++) {
-			__u64 v;
+	/* read and emptied as the sampler's counts are: batches of lookup-and-delete */
+	if (stacks__take(bpf_map__fd(m), sizeof(__u32), sizeof(__u64), bpf_map__max_entries(m), &t) == 0) {
+		for (size_t i = 0; i < t.n; i++) {
+			__u32 tid;
+			__u64 n;
 
-			/* (hash maps take lookup-and-delete since Linux 5.14) */
-			if (bpf_map_lookup_and_delete_elem(fd, &keys[i], &v) == 0 ||
-			    (errno != ENOENT && bpf_map_lookup_elem(fd, &keys[i], &v) == 0 &&
-			     bpf_map_delete_elem(fd, &keys[i]) == 0))
-				cb(ctx, (int)keys[i], v);
+			memcpy(&tid, t.keys + i * sizeof(tid), sizeof(tid));
+			memcpy(&n, t.vals + i * sizeof(n), sizeof(n));
+			cb(ctx, (int)tid, n);
 		}
-	} while (n == (int)(sizeof(keys) / sizeof(keys[0])));
+	}
+	stacks__taken_free(&t);
 }
 
 int procs__live_pids(const struct procs *p, int *out, int max)
