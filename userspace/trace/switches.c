@@ -27,7 +27,9 @@
  * costs part of it: 3.1 us where none was ever opened 2.55; closed, nothing). With them it is not: a switch costs most
  * where the sampling timer is the CPU's next (programmed again as the thread leaves and comes back), which changes as
  * its period runs down, so 500-round batches read 3.6-9.6 us where 5000-round ones read 3.9-4.7 us (dev VM): the median
- * of a few long ones. ~50 ms in all, on one CPU: where gpubpf attaches to a job that fills the machine, the job's. */
+ * of a few long ones. ~50 ms in all, on one CPU: where gpubpf attaches to a job that fills the machine, the job's.
+ * Each batch is timed by the two threads' CPU time, not by the clock: beside a busy thread on that CPU the clock
+ * counts its turns too, and read 0.85-5 us a switch where alone it read 0.6-0.85 (dev VM; 0.6-0.9 with CPU time). */
 #define CAL_WARM_ROUNDS 2000
 #define CAL_BASE_ROUNDS 500
 #define CAL_BASE_BATCHES 6
@@ -47,7 +49,8 @@ struct pingpong {
 	int cpu;
 	int ab[2], ba[2]; /* driver -> peer, peer -> driver */
 	int peer_tid;
-	double cost; /* out: seconds, or a negative errno */
+	clockid_t peer_clock; /* the peer's CPU time */
+	double cost;	      /* out: seconds, or a negative errno */
 };
 
 static int pin(int cpu)
@@ -73,16 +76,28 @@ static void *peer(void *arg)
 	return NULL;
 }
 
+/* The two threads' CPU time together: what a hand-over costs the CPU, whatever else ran on
+ * it between (the switch to a thread, its events' included, is charged to that thread). */
+static double pair_cpu_s(const struct pingpong *p)
+{
+	struct timespec a, b;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a) || clock_gettime(p->peer_clock, &b))
+		return NAN;
+	return (double)(a.tv_sec + b.tv_sec) + (double)(a.tv_nsec + b.tv_nsec) / 1e9;
+}
+
 /* Seconds a hand-over (there and back) takes over ROUNDS of them, or -1. */
 static double batch(struct pingpong *p, int rounds)
 {
-	double t0 = mono_s();
+	double t0 = pair_cpu_s(p), t1;
 	char c = 0;
 
 	for (int i = 0; i < rounds; i++)
 		if (write(p->ab[1], &c, 1) != 1 || read(p->ba[0], &c, 1) != 1)
 			return -1;
-	return (mono_s() - t0) / rounds;
+	t1 = pair_cpu_s(p);
+	return isfinite(t0) && isfinite(t1) ? (t1 - t0) / rounds : -1;
 }
 
 static int open_on(const struct perf_event_attr *attr, int tid)
@@ -122,8 +137,11 @@ static void *driver(void *arg)
 	if (err)
 		goto out;
 	/* the peer is pinned and waiting */
-	if (read(p->ba[0], &c, 1) != 1 || c) {
+	err = -pthread_getcpuclockid(t, &p->peer_clock);
+	if (!err && read(p->ba[0], &c, 1) != 1)
 		err = -EIO;
+	if (err || c) {
+		err = err ? err : -EIO;
 		goto join;
 	}
 	batch(p, CAL_WARM_ROUNDS);
