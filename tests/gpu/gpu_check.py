@@ -265,7 +265,7 @@ def device_windows(pb, what="", required=True):
         result("13", what + "CUDA probes' cost: overall, hits, of which no window open, CPU sampling (a sample)",
                "%s%%, %s%%, %s%%, %s%% (%s us)" % cc.groups(), "measured", "INFO")
     # gpubpf's own CPU, where no CPU it may use was idle (a job that fills the machine)
-    own = re.search(r"cost: gpubpf's own CPU: ([0-9.e+-]+) s over ([0-9.e+-]+) s .*?; ([0-9.e+-]+) s of it ran where "
+    own = re.search(r"cost: gpubpf's own CPU: ([0-9.e+-]+) s over ([0-9.e+-]+) s .*?; ([0-9.e+-]+) s of it(?: and [a-z -]+?)? ran where "
                     r"none .*? is ([0-9.e+-]+)% of its time \(up to ([0-9.e+-]+)%", out)
     if own:
         result("13", what + "gpubpf's own CPU: seconds over the recording's, of them with no CPU idle, a "

@@ -135,7 +135,7 @@ TEST(setup_beside_the_targets)
 {
 	struct owncpu_snap mark = snap(0, 0.01, 100, 50), first = snap(0.5, 0.31, 101, 50.1);
 	struct owncpu o = cpus(2);
-	char text[768];
+	char text[1024];
 
 	o.last = first;
 	o.have = true;
@@ -165,6 +165,44 @@ TEST(setup_beside_the_targets)
 	o.last = mark; /* no time between: nothing */
 	owncpu__add_setup(&o, &mark, true);
 	CHECK(o.setup_displaced == 0);
+}
+
+/* What followed the recording (symbolizing the profile): counted with the rest where the
+ * targets ran on, said and not counted where they were gone; looked at once. */
+TEST(after_the_recording)
+{
+	struct owncpu_snap last = snap(3, 1.0, 200, 10), later = snap(3.1, 1.06, 200.2, 10.01),
+			   more = snap(3.2, 1.2, 200.4, 10.01);
+	struct owncpu o = cpus(2);
+	char text[1024];
+
+	o.last = last;
+	o.have = true;
+	o.own = 0.07;
+	o.span = 2.5;
+	owncpu__add_after(&o, &later, true);
+	/* 0.06 s of gpubpf's, 0.01 s idle: 0.05 displaced; the others ran 0.14 s, a thread 0.1 */
+	CHECK(o.have_after && NEAR(o.after, 0.06, 1e-9) && NEAR(o.after_displaced, 0.05, 1e-9));
+	CHECK(NEAR(o.displaced, 0.05, 1e-9) && NEAR(o.fair, 0.05 * 0.1 / 0.14, 1e-9));
+	CHECK(NEAR(o.own, 0.07, 1e-12) && NEAR(o.span, 2.5, 1e-12)); /* the recording's own: as they were */
+	owncpu__text(&o, 2.5, text, sizeof(text));
+	CHECK(strstr(text, "0.06 s more after it, symbolizing the profile, beside the targets running on, 0.05 s of "
+			   "that where no CPU was idle, counted with the rest"));
+	CHECK(strstr(text, "of it and after it ran where none"));
+	owncpu__add_after(&o, &more, true); /* once only */
+	CHECK(NEAR(o.after, 0.06, 1e-9) && NEAR(o.displaced, 0.05, 1e-9));
+
+	o = cpus(2);
+	o.last = last;
+	o.have = true;
+	owncpu__add_after(&o, &later, false); /* the targets gone: said, not counted */
+	CHECK(o.have_after && NEAR(o.after_displaced, 0.05, 1e-9) && o.displaced == 0 && o.fair == 0);
+	owncpu__text(&o, 2.5, text, sizeof(text));
+	CHECK(strstr(text, "0.06 s more after it, symbolizing the profile, the targets gone"));
+
+	o = cpus(2);
+	owncpu__add_after(&o, &later, true); /* no look before: nothing to measure against */
+	CHECK(!o.have_after && o.displaced == 0);
 }
 
 /* The real thing: two looks at this machine a moment apart read sane numbers. */
@@ -199,6 +237,7 @@ int main(int argc, char **argv)
 	RUN(one_cpu);
 	RUN(odd_looks);
 	RUN(setup_beside_the_targets);
+	RUN(after_the_recording);
 	RUN(live_looks);
 	return T_END();
 }

@@ -64,7 +64,7 @@ static void add_comments(struct engine *e)
 	const struct record_opts *o = s->opts;
 	const struct cpu_stats *st = &e->st;
 	const struct cuda_stats *cs = &e->cs;
-	char cmd[1024], own[512];
+	char cmd[1024], own[1024];
 	size_t off = 0;
 
 	cmd[0] = '\0';
@@ -349,6 +349,8 @@ int record__main(int argc, char **argv)
 		profile__set_time(s->prof, t0, (int64_t)(e.elapsed * 1e9));
 	}
 	set_main_mapping(s);
+	/* what symbolizing took, beside the targets where they may run on (not all exited) */
+	owncpu__after(&e.own, state != ENGINE_EXITED);
 	add_comments(&e);
 	cupti__add_comments(e.cupti, e.elapsed);
 	{

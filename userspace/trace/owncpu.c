@@ -97,6 +97,23 @@ void owncpu__add_setup(struct owncpu *o, const struct owncpu_snap *mark, bool be
 	}
 }
 
+void owncpu__add_after(struct owncpu *o, const struct owncpu_snap *s, bool beside)
+{
+	double g, d, fair;
+
+	if (!o->have || o->have_after || !(s->t > o->last.t))
+		return;
+	fair = between(&o->last, s, &g, &d);
+	o->after = g;
+	o->after_displaced = d;
+	o->after_beside = beside;
+	o->have_after = true;
+	if (beside) {
+		o->displaced += d;
+		o->fair += fair;
+	}
+}
+
 static double self_cpu(void)
 {
 	struct rusage r;
@@ -184,6 +201,15 @@ void owncpu__look(struct owncpu *o)
 	owncpu__add(o, &s);
 }
 
+void owncpu__after(struct owncpu *o, bool beside)
+{
+	struct owncpu_snap s;
+
+	if (o->failed || !o->have || snap(o, &s))
+		return;
+	owncpu__add_after(o, &s, beside);
+}
+
 double owncpu__share(const struct owncpu *o, double elapsed, double *hi)
 {
 	if (hi)
@@ -194,7 +220,11 @@ double owncpu__share(const struct owncpu *o, double elapsed, double *hi)
 void owncpu__text(const struct owncpu *o, double elapsed, char *buf, unsigned long len)
 {
 	double hi, mid = owncpu__share(o, elapsed, &hi);
-	char setup[200];
+	char setup[200], after[200] = "";
+	bool aft = o->have_after && o->after_beside;
+	const char *parts = o->beside ? (aft ? " and before and after it" : " and the set-up")
+			    : aft     ? " and after it"
+				      : "";
 
 	if (o->failed || !o->have) {
 		snprintf(buf, len, "gpubpf's own CPU: not measured (/proc/stat unreadable)");
@@ -208,13 +238,20 @@ void owncpu__text(const struct owncpu *o, double elapsed, char *buf, unsigned lo
 	else
 		snprintf(setup, sizeof(setup), "; %.3g s more setting up before it, the targets held or not started",
 			 o->setup);
+	if (o->have_after && o->after_beside)
+		snprintf(after, sizeof(after),
+			 "; %.3g s more after it, symbolizing the profile, beside the targets running on, %.3g s "
+			 "of that where no CPU was idle, counted with the rest",
+			 o->after, o->after_displaced);
+	else if (o->have_after)
+		snprintf(after, sizeof(after), "; %.3g s more after it, symbolizing the profile, the targets gone",
+			 o->after);
 	snprintf(
 	    buf, len,
-	    "gpubpf's own CPU: %.3g s over %.3g s (%.3g%% of a CPU%s); %.3g s of it%s ran where none of the %d CPUs "
+	    "gpubpf's own CPU: %.3g s over %.3g s (%.3g%% of a CPU%s%s); %.3g s of it%s ran where none of the %d CPUs "
 	    "it may use was idle, taken from what ran there: the busiest target thread's fair share of it is "
 	    "%.3g%% of its time (up to %.3g%% if all of it came from that thread), counted in the estimated "
 	    "overhead and repaid from the budget",
-	    o->own, o->span, o->span > 0 ? 100 * o->own / o->span : 0, setup, o->displaced,
-	    o->beside ? " and the set-up" : "", o->ncpus > 0 ? o->ncpus : (int)sysconf(_SC_NPROCESSORS_ONLN), 100 * mid,
-	    100 * hi);
+	    o->own, o->span, o->span > 0 ? 100 * o->own / o->span : 0, setup, after, o->displaced, parts,
+	    o->ncpus > 0 ? o->ncpus : (int)sysconf(_SC_NPROCESSORS_ONLN), 100 * mid, 100 * hi);
 }

@@ -47,6 +47,11 @@ struct owncpu {
 				 * calibrations), beside the job where it attached to a running one */
 	double setup_displaced; /* ... of it that no idle CPU could have held (owncpu__mark) */
 	bool beside;		/* ... and the targets ran meanwhile: in displaced and fair */
+	double after;		/* gpubpf's CPU seconds after the last look, symbolizing the profile
+				 * (owncpu__after; the write that follows is not in it) */
+	double after_displaced; /* ... of it that no idle CPU could have held */
+	bool after_beside;	/* ... and the targets ran on: in displaced and fair */
+	bool have_after;	/* AFTER was looked at */
 };
 
 /* A look at gpubpf's start, before its set-up (BPF, BTF, the calibrations: 0.2-0.3 s of
@@ -61,6 +66,16 @@ void owncpu__start(struct owncpu *o, bool beside);
 
 /* Pure arithmetic of the set-up's part (unit-tested): O's first look against MARK. */
 void owncpu__add_setup(struct owncpu *o, const struct owncpu_snap *mark, bool beside);
+
+/* A look once the recording's numbers are fixed and its profile symbolized (kernel symbols,
+ * every object's: 60 ms for a small job here, most of it /proc/kallsyms), before the
+ * comments are written: what that took is set apart from the recording's. BESIDE: the
+ * targets may still run (they did not all exit): what it displaced is counted with the
+ * rest, like the set-up's. */
+void owncpu__after(struct owncpu *o, bool beside);
+
+/* Pure arithmetic of owncpu__after's part (unit-tested): S against O's last look. */
+void owncpu__add_after(struct owncpu *o, const struct owncpu_snap *s, bool beside);
 
 /* Another look: what gpubpf ran since the last one, and what it displaced. */
 void owncpu__look(struct owncpu *o);
