@@ -68,6 +68,15 @@ if echo "$got" | grep -Eq '^alone [0-9]+/s, own clocks [0-9]+/s \(meas\. [0-9.e+
 else
 	fail "selftest:switches-row" "'$got'"
 fi
+# where default mode's loss comes from, part by part (the PyTorch step on a GPU, launch_loop
+# here): each mode's ratio with gpubpf's estimate beside it, and gpubpf's own CPU
+got=$(row "the loss part by part, launch_loop --spin-us 4 (medians of 1)")
+P=' [0-9.]+ \(est\. [0-9.e+-]+%, meas\. [0-9.e+-]+%\)'
+if echo "$got" | grep -Eq "^alone [0-9]+/s, default$P, --no-python$P, -F 1$P, a tenth of the budget$P, gpubpf's CPU \(default\): recording [0-9.e+-]+ s, set-up [0-9.e+-]+ s, after [0-9.e+-]+ s\|INFO$"; then
+	pass "selftest:parts-row"
+else
+	fail "selftest:parts-row" "'$got'"
+fi
 # item 14: the job ran under device time, and lived
 got=$(row "the job survives device time: launch_loop --spin-us 4")
 [ "$got" = "died in 0 of 1 runs|PASS" ] && pass "selftest:survives-row" || fail "selftest:survives-row" "'$got'"
