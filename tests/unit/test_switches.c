@@ -168,17 +168,23 @@ TEST(live_look)
 	switches__free(&sw);
 }
 
-/* The calibration, live: a cpu-clock event like the targets' on two threads on one CPU
- * adds something to their switches, and not absurdly much. */
-TEST(calibrate_live)
+/* A cpu-clock event like the targets' */
+static struct perf_event_attr cal_attr(void)
 {
-	struct perf_event_attr attr = {
-	    .size = sizeof(attr),
+	return (struct perf_event_attr){
+	    .size = sizeof(struct perf_event_attr),
 	    .type = PERF_TYPE_SOFTWARE,
 	    .config = PERF_COUNT_SW_CPU_CLOCK,
 	    .freq = 1,
 	    .sample_freq = 99,
 	};
+}
+
+/* The calibration, live: a cpu-clock event like the targets' on two threads on one CPU
+ * adds something to their switches, and not absurdly much. */
+TEST(calibrate_live)
+{
+	struct perf_event_attr attr = cal_attr();
 	double c = switches__calibrate(&attr);
 
 	if (c == -EACCES || c == -EPERM || c == -ENOENT || c == -ENOSYS)
@@ -223,13 +229,7 @@ static double calibrate3(const struct perf_event_attr *attr)
  * clock, this read 0.85-5 us a switch beside busy threads where it read 0.6-0.85 alone. */
 TEST(calibrate_beside_busy_threads)
 {
-	struct perf_event_attr attr = {
-	    .size = sizeof(attr),
-	    .type = PERF_TYPE_SOFTWARE,
-	    .config = PERF_COUNT_SW_CPU_CLOCK,
-	    .freq = 1,
-	    .sample_freq = 99,
-	};
+	struct perf_event_attr attr = cal_attr();
 	pthread_t t[64];
 	cpu_set_t set;
 	double alone, busy;
