@@ -226,7 +226,7 @@ static double calibrate3(const struct perf_event_attr *attr)
 /* On a machine with no CPU free (gpubpf attached to a job that fills it), the calibration
  * shares its CPU with a busy thread: it counts its two threads' CPU time, not the time
  * that passed, so the busy thread's turns are not read as the events' cost. Timed by the
- * clock, this read 0.85-5 us a switch beside busy threads where it read 0.6-0.85 alone. */
+ * clock, this read 2.6-3.0 us a switch beside busy threads where it read 0.6-0.7 alone. */
 TEST(calibrate_beside_busy_threads)
 {
 	struct perf_event_attr attr = cal_attr();

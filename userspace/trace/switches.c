@@ -29,7 +29,8 @@
  * its period runs down, so 500-round batches read 3.6-9.6 us where 5000-round ones read 3.9-4.7 us (dev VM): the median
  * of a few long ones. ~50 ms in all, on one CPU: where gpubpf attaches to a job that fills the machine, the job's.
  * Each batch is timed by the two threads' CPU time, not by the clock: beside a busy thread on that CPU the clock
- * counts its turns too, and read 0.85-5 us a switch where alone it read 0.6-0.85 (dev VM; 0.6-0.9 with CPU time). */
+ * counts its turns too: 0.9-5.1 us a switch beside two spinning threads where alone it read 0.6-2.1 (dev VM; 0.6-0.8
+ * beside them and 0.6-1.1 alone with CPU time). */
 #define CAL_WARM_ROUNDS 2000
 #define CAL_BASE_ROUNDS 500
 #define CAL_BASE_BATCHES 6
