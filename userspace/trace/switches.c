@@ -24,18 +24,25 @@
 
 /* Without the events a hand-over's time is steady: the least of a few short batches,
  * taken before any event is opened on the two threads (one opened and disabled still
- * costs part of it: 3.1 us where none was ever opened 2.55; closed, nothing). With them it is not: a switch costs most
- * where the sampling timer is the CPU's next (programmed again as the thread leaves and comes back), which changes as
- * its period runs down, so 500-round batches read 3.6-9.6 us where 5000-round ones read 3.9-4.7 us (dev VM): the median
- * of a few long ones. ~50 ms in all, on one CPU: where gpubpf attaches to a job that fills the machine, the job's.
- * Each batch is timed by the two threads' CPU time, not by the clock: beside a busy thread on that CPU the clock
- * counts its turns too: 0.9-5.1 us a switch beside two spinning threads where alone it read 0.6-2.1 (dev VM; 0.6-0.8
- * beside them and 0.6-1.1 alone with CPU time). */
+ * costs part of it: 3.1 us where none was ever opened 2.55; closed, nothing). With them it
+ * is not: a switch costs most where the sampling timer is the CPU's next (started again as
+ * the thread comes back, with what is left of its period), so the cost rises as the period
+ * runs down and falls when the next one starts. Measured from the events' opening (each
+ * period's start) over two whole periods of each thread's CPU time, it is what a job pays
+ * on average: the median of three 3000-round batches right after the opening read 0.55-0.6
+ * us a switch, the same batches after 5000 rounds 1.0-1.06, two periods 0.66-0.92 (most
+ * 0.72-0.87), and 0.5 s runs of the same pair 0.82 (dev VM). Each batch is timed by the two
+ * threads' CPU time, not by the clock: beside a busy thread on that CPU the clock counts
+ * its turns too: 0.9-5.1 us a switch beside two spinning threads where alone it read
+ * 0.6-2.1 (dev VM; 0.6-0.8 beside them and 0.6-1.1 alone with CPU time). ~55 ms in all at
+ * 99 Hz, on one CPU: where gpubpf attaches to a job that fills the machine, the job's. */
 #define CAL_WARM_ROUNDS 2000
 #define CAL_BASE_ROUNDS 500
 #define CAL_BASE_BATCHES 6
-#define CAL_EV_ROUNDS 3000
-#define CAL_EV_BATCHES 3
+#define CAL_EV_ROUNDS 500 /* a batch with the events, until ... */
+#define CAL_EV_PERIODS 2  /* ... each thread ran this many sampling periods */
+#define CAL_EV_MIN_S 0.02 /* and the pair at least this long */
+#define CAL_EV_MAX_S 0.06 /* or at most this (at -F 10 a period is 100 ms) */
 
 static double mono_s(void)
 {
@@ -51,6 +58,7 @@ struct pingpong {
 	int ab[2], ba[2]; /* driver -> peer, peer -> driver */
 	int peer_tid;
 	clockid_t peer_clock; /* the peer's CPU time */
+	double freq;	      /* the events' samples a second of a thread's CPU time */
 	double cost;	      /* out: seconds, or a negative errno */
 };
 
@@ -110,23 +118,11 @@ static int open_on(const struct perf_event_attr *attr, int tid)
 	return (int)syscall(__NR_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return (v[(n - 1) / 2] + v[n / 2]) / 2;
-}
-
 static void *driver(void *arg)
 {
 	struct pingpong *p = arg;
-	double base = INFINITY, ev = 0, evs[CAL_EV_BATCHES];
+	double base = INFINITY, ev = 0, ev_s = 0, want;
+	long ev_rounds = 0;
 	int fds[2] = {-1, -1}, err;
 	pthread_t t;
 	char c;
@@ -156,14 +152,17 @@ static void *driver(void *arg)
 	fds[1] = fds[0] < 0 ? -1 : open_on(p->attr, __atomic_load_n(&p->peer_tid, __ATOMIC_ACQUIRE));
 	if (!err && (fds[0] < 0 || fds[1] < 0))
 		err = -errno;
-	if (!err)
-		batch(p, CAL_BASE_ROUNDS);
-	for (int b = 0; b < CAL_EV_BATCHES && !err; b++) {
-		evs[b] = batch(p, CAL_EV_ROUNDS);
-		err = evs[b] < 0 ? -EIO : 0;
+	/* whole periods of both threads' clocks, from their start */
+	want = fmin(CAL_EV_MAX_S, fmax(CAL_EV_MIN_S, 2.0 * CAL_EV_PERIODS / (double)p->freq));
+	while (!err && ev_s < want) {
+		double x = batch(p, CAL_EV_ROUNDS);
+
+		err = x < 0 ? -EIO : 0;
+		ev_s += x * CAL_EV_ROUNDS;
+		ev_rounds += CAL_EV_ROUNDS;
 	}
 	if (!err)
-		ev = median(evs, CAL_EV_BATCHES);
+		ev = ev_s / (double)ev_rounds;
 join:
 	close(p->ab[1]); /* the peer's read ends */
 	p->ab[1] = -1;
@@ -187,6 +186,10 @@ double switches__calibrate(const struct perf_event_attr *attr)
 	int err, cpu = sched_getcpu();
 
 	p.cpu = cpu >= 0 ? cpu : 0;
+	/* a cpu-clock period is in ns; a cycles one, in freq mode too, lasts about 1/freq */
+	p.freq = attr->freq && attr->sample_freq			   ? (double)attr->sample_freq
+		 : attr->type == PERF_TYPE_SOFTWARE && attr->sample_period ? 1e9 / (double)attr->sample_period
+									   : 99;
 	if (pipe2(p.ab, O_CLOEXEC) || pipe2(p.ba, O_CLOEXEC)) {
 		err = -errno;
 		goto out;
