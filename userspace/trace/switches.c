@@ -39,10 +39,11 @@
 #define CAL_WARM_ROUNDS 2000
 #define CAL_BASE_ROUNDS 500
 #define CAL_BASE_BATCHES 6
-#define CAL_EV_ROUNDS 500 /* a batch with the events, until ... */
-#define CAL_EV_PERIODS 2  /* ... each thread ran this many sampling periods */
-#define CAL_EV_MIN_S 0.02 /* and the pair at least this long */
-#define CAL_EV_MAX_S 0.06 /* or at most this (at -F 10 a period is 100 ms) */
+#define CAL_EV_ROUNDS 500	 /* a batch with the events, until ... */
+#define CAL_EV_PERIODS 2	 /* ... each thread ran this many sampling periods */
+#define CAL_EV_MIN_S 0.02	 /* and the pair at least this long */
+#define CAL_EV_MAX_S 0.06	 /* or at most this (at -F 10 a period is 100 ms) */
+#define CAL_EV_MAX_ROUNDS 100000 /* a bound whatever the CPU clocks say */
 
 static double mono_s(void)
 {
@@ -154,7 +155,7 @@ static void *driver(void *arg)
 		err = -errno;
 	/* whole periods of both threads' clocks, from their start */
 	want = fmin(CAL_EV_MAX_S, fmax(CAL_EV_MIN_S, 2.0 * CAL_EV_PERIODS / (double)p->freq));
-	while (!err && ev_s < want) {
+	while (!err && ev_s < want && ev_rounds < CAL_EV_MAX_ROUNDS) {
 		double x = batch(p, CAL_EV_ROUNDS);
 
 		err = x < 0 ? -EIO : 0;
