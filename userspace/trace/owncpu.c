@@ -82,36 +82,38 @@ void owncpu__add(struct owncpu *o, const struct owncpu_snap *s)
 	o->have = true;
 }
 
-void owncpu__add_setup(struct owncpu *o, const struct owncpu_snap *mark, bool beside)
+/* A one-off part between looks A and B (the set-up, what follows the recording): its CPU
+ * in *G, what of it was displaced (returned), counted with the rest where the targets ran
+ * BESIDE it. */
+static double one_off(struct owncpu *o, const struct owncpu_snap *a, const struct owncpu_snap *b, bool beside,
+		      double *g)
 {
-	double g, d, fair;
+	double d, fair = between(a, b, g, &d);
 
-	if (!o->have || !(o->last.t > mark->t))
-		return;
-	fair = between(mark, &o->last, &g, &d);
-	o->setup_displaced = d;
-	o->beside = beside;
 	if (beside) {
 		o->displaced += d;
 		o->fair += fair;
 	}
+	return d;
+}
+
+void owncpu__add_setup(struct owncpu *o, const struct owncpu_snap *mark, bool beside)
+{
+	double g;
+
+	if (!o->have || !(o->last.t > mark->t))
+		return;
+	o->setup_displaced = one_off(o, mark, &o->last, beside, &g);
+	o->beside = beside;
 }
 
 void owncpu__add_after(struct owncpu *o, const struct owncpu_snap *s, bool beside)
 {
-	double g, d, fair;
-
 	if (!o->have || o->have_after || !(s->t > o->last.t))
 		return;
-	fair = between(&o->last, s, &g, &d);
-	o->after = g;
-	o->after_displaced = d;
+	o->after_displaced = one_off(o, &o->last, s, beside, &o->after);
 	o->after_beside = beside;
 	o->have_after = true;
-	if (beside) {
-		o->displaced += d;
-		o->fair += fair;
-	}
 }
 
 static double self_cpu(void)
