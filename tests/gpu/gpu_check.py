@@ -630,9 +630,10 @@ def check_parts():
     frames (--no-python: no CPython walk in a sample or a probe hit), CPU sampling (-F 1:
     the windows take the budget it frees, so its estimate rises), everything (a tenth of
     the budget); a loss that stays with each and none of the estimates follows is none of
-    them (gpubpf's presence: its own CPU, the threads' events, caches). The step's pace each half second says whether the loss is steady or
-    in the first second; gpubpf's own CPU is read from each profile (recording, set-up,
-    after). No device time: that is item 6's. In the self-test, launch_loop stands in."""
+    them (gpubpf's presence: its own CPU, the threads' events, caches). The step's pace
+    each half second says whether the loss is steady or in its timed part's first second;
+    gpubpf's own CPU is read from each profile (recording, set-up, after). No device time:
+    that is item 6's. In the self-test, launch_loop stands in."""
     ll = os.path.join(WL, "launch_loop")
     if SELFTEST:
         name, cmd, key = "launch_loop --spin-us 4", [ll, "--seconds", "2", "--spin-us", "4"], "launches_per_sec"
@@ -660,7 +661,7 @@ def check_parts():
             e = re.search(r"overhead ~([0-9.e+-]+)%", out)
             if e:
                 ests.setdefault(m, []).append(float(e.group(1)))
-            if m == "default" and args is not None and rc == 0:
+            if m == "default" and rc == 0:
                 rc2, rep = run("parts-%s-%d-report" % (tag, r), [GPUBPF, "report", pb])
                 o = own_cpu_of(rep)
                 if o:
@@ -683,7 +684,8 @@ def check_parts():
 
     a, d = first_rest("alone"), first_rest("default")
     if a and d and a[0] and a[1]:
-        parts.append("default's pace of alone's: first second %.3f, after it %.3f" % (d[0] / a[0], d[1] / a[1]))
+        parts.append("default's pace of alone's: the timed part's first second %.3f, after it %.3f"
+                     % (d[0] / a[0], d[1] / a[1]))
     if own:
         parts.append("gpubpf's CPU (default): recording %.3g s, set-up %s s, after %s s" % (
             statistics.median(o[0] for o in own),
