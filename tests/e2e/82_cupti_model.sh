@@ -50,7 +50,7 @@ check_model() { # name
 	python3 - "$TMP/$1.raw" "$TMP/$1.log" "$1" <<'PY' | sed "s/^\(PASS\|FAIL\) /\1 82_cupti_model:$1:/"
 import math, re, sys
 raw, log = open(sys.argv[1]).read(), open(sys.argv[2]).read()
-num = lambda s: float(s.replace(",", ""))
+num = lambda s: math.inf if s == "unbounded" else float(s.replace(",", ""))
 def verdict(name, ok, why=""):
     print(("PASS " if ok else "FAIL ") + name + ("" if ok else ": " + why))
 broken = re.search(r"cupti model: CUPTI's contract broken: (.*)", log)
@@ -75,7 +75,10 @@ verdict("one-off-cost-repaid-from-budget",
         f"{repaid} ms of {once} ms repaid" if rep else "no repayment in the gpu cost comment")
 gpu = re.search(r"Comment: gpu: .* in windows: (\d+) kernels .* of (\d+) launches and copies followed in (\d+) "
                 r"windows.* (\d+) lost,", raw)
-est = re.search(r"gpu estimate: kernels ([0-9,]+), 95% CI ([0-9,]+)-([0-9,]+) ", raw)
+# the top is "unbounded" where CUPTI's cost at its dearest took all of a launching thread's
+# time in a window (a loaded machine, cost_changes's 7.25 us of 12.2: once in a clean-clone
+# run): the interval is then no use, and run again once like any too wide
+est = re.search(r"gpu estimate: kernels ([0-9,]+), 95% CI ([0-9,]+)-([0-9,]+|unbounded)[ ;]", raw)
 if not (truth and gpu and est):
     verdict("comments", False, f"truth {bool(truth)} gpu {bool(gpu)} estimate {bool(est)}")
     sys.exit()
