@@ -82,3 +82,44 @@ got=$(row "the job survives device time: launch_loop --spin-us 4")
 [ "$got" = "died in 0 of 1 runs|PASS" ] && pass "selftest:survives-row" || fail "selftest:survives-row" "'$got'"
 [ -s "$TMP/self/throughput.txt" ] && [ -s "$TMP/self/table.txt" ] && pass "selftest:files" ||
 	fail "selftest:files" "$(ls "$TMP/self")"
+
+# The check keeps to GPU_CHECK_SECONDS (a device call's limit is 600 s): with none left,
+# every check is a SKIP row that says so, and the table is still written
+OUT=$TMP/none SELFTEST=1 GPU_CHECK_SECONDS=0.001 python3 "$B/gpu_check.py" >"$TMP/none.log" 2>&1
+rc=$?
+n=$(grep -c "	not run: out of time (0 s of GPU_CHECK_SECONDS=0.001 left, it takes [0-9]* s or more)	time	SKIP$" \
+	"$TMP/none/results.tsv" 2>/dev/null)
+if [ $rc -eq 0 ] && [ "$n" = 7 ] && [ -s "$TMP/none/table.txt" ]; then
+	pass "time:none-left-skips-each"
+else
+	fail "time:none-left-skips-each" "rc=$rc n=$n: $(tr '\n' ';' <"$TMP/none/results.tsv" 2>/dev/null)"
+fi
+# a round more only where the last round's time is left beside what the checks after it keep
+got=$(cd "$B" && OUT=$TMP/none python3 -c '
+import time, gpu_check as g
+g.SECONDS, g.T0 = 100.0, time.monotonic()
+now = time.monotonic()
+g.reserve = 50.0
+a = g.another_round(0, now)            # the first round always runs
+b = g.another_round(1, now - 30)       # 30 s a round, 100 left, 50 kept: one more
+c = g.another_round(1, now - 60)       # 60 s a round: no
+d = g.another_round(1, now - 30, 25)   # 30 s, with 25 more kept for its own later cases: no
+print(a, b, c, d)' 2>&1 | tail -1)
+[ "$got" = "True True False False" ] && pass "time:another-round" || fail "time:another-round" "'$got'"
+# SIGTERM (timeout's) ends it with the rows so far in the table, and a failing exit
+OUT=$TMP/term SELFTEST=1 LD_LIBRARY_PATH=$PWD/$BUILD/workloads/cuda/stubs python3 "$B/gpu_check.py" \
+	>"$TMP/term.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 100); do
+	[ -s "$TMP/term/results.tsv" ] && [ "$(wc -l <"$TMP/term/results.tsv")" -ge 2 ] && break
+	sleep 0.2
+done
+kill -TERM $pid
+wait $pid
+rc=$?
+if [ $rc -eq 1 ] && grep -q "	stopped by SIGTERM after [0-9]* s: the rows so far	not stopped	FAIL$" "$TMP/term/results.tsv" &&
+	grep -q "stopped by SIGTERM" "$TMP/term/table.txt"; then
+	pass "time:sigterm-table"
+else
+	fail "time:sigterm-table" "rc=$rc: $(tr '\n' ';' <"$TMP/term/results.tsv" 2>/dev/null)"
+fi

@@ -5,7 +5,13 @@ network). `make gpu-bundle` builds the bundle on the development machine; here:
 
   sudo python3 gpu_check.py            (env: OUT=dir, PYTHON=the PyTorch python,
                                         ITERS=200, QUICK=1 for one round of throughput,
-                                        ROUNDS=N for N)
+                                        ROUNDS=N for N, GPU_CHECK_SECONDS=500)
+
+It keeps to GPU_CHECK_SECONDS (500 by default: a device call's limit is 600): the rounds
+of the throughput, switches and parts rows stop early (their rows say of how many rounds)
+and a check with too little time left is not started (a SKIP row says so), each check
+keeping for those after it what one round of them takes. SIGTERM (timeout) ends it with
+the table of the rows so far.
 
 SELFTEST=1 runs what needs no GPU and no PyTorch (the C workloads' rows, launch_loop's
 throughput) on a machine without either, to check this script itself (tests/e2e/79).
@@ -35,6 +41,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -51,9 +58,42 @@ SELFTEST = bool(os.environ.get("SELFTEST"))
 ROUNDS = int(os.environ.get("ROUNDS") or (1 if os.environ.get("QUICK") or SELFTEST else 3))
 SURVIVE_RUNS = int(os.environ.get("SURVIVE_RUNS") or (1 if SELFTEST else 4))
 RESIDUE_RUNS = int(os.environ.get("RESIDUE_RUNS") or 4)  # pairs of cupti_cost --residue, ~2 s each
+SECONDS = float(os.environ.get("GPU_CHECK_SECONDS") or 500)
+T0 = time.monotonic()
+# What each check takes at the least, one round, on an H100: estimates (the 2026-11-25 run
+# took 370 s for the checks of then at 3 rounds; PyTorch starts in 3-5 s a run). What the
+# checks still to come keep for themselves.
+LEAST_S = {"cupti": 30, "survives": 25, "programs": 15, "pytorch": 60, "trace": 10, "estimates": 35,
+           "remeasure": 15, "throughput": 90, "switches": 15, "parts": 35}
+reserve = 0.0  # the seconds the checks after the running one keep
 
 rows = []
 failed = 0
+
+
+def left():
+    """Seconds left of GPU_CHECK_SECONDS."""
+    return SECONDS - (time.monotonic() - T0)
+
+
+def another_round(done, started, keep=0.0):
+    """Whether a check that has DONE rounds, the last begun at STARTED (monotonic), has time
+    for one more and still leaves the checks after it theirs (and KEEP seconds more: its own
+    cases still to come)."""
+    if done == 0:
+        return True
+    if left() - reserve - keep >= time.monotonic() - started:
+        return True
+    log("  out of time: %d round(s) (%.0f s left, %.0f kept for what follows)" % (done, left(), reserve + keep))
+    return False
+
+
+class Stopped(Exception):
+    pass
+
+
+def on_term(signum, frame):
+    raise Stopped()
 
 
 def log(msg):
@@ -77,11 +117,22 @@ def run(name, cmd, env=None, timeout=300):
     e = dict(os.environ)
     e.update(env or {})
     t0 = time.time()
-    try:
-        p = subprocess.run(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
-        out, rc = p.stdout, p.returncode
-    except subprocess.TimeoutExpired as x:
-        out, rc = (x.stdout or b"").decode(errors="replace") if isinstance(x.stdout, bytes) else (x.stdout or ""), 124
+    timeout = min(timeout, max(10.0, left()))  # nothing runs on far past the check's time
+    with subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as p:
+        try:
+            out, _ = p.communicate(timeout=timeout)
+            rc = p.returncode
+        except (subprocess.TimeoutExpired, Stopped) as x:
+            # SIGTERM first: gpubpf writes what it has and stops the command it started
+            p.terminate()
+            try:
+                out, _ = p.communicate(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out, _ = p.communicate()
+            if isinstance(x, Stopped):
+                raise
+            rc = 124
     with open(os.path.join(OUT, name + ".log"), "w") as f:
         f.write("$ %s\n%s" % (" ".join(cmd), out))
     log("  ran %s in %.1f s (rc %d)" % (name, time.time() - t0, rc))
@@ -518,15 +569,20 @@ def check_throughput():
         cases = cases[:1]
     modes = [("alone", None), ("default", ["--no-device-time"]), ("default+device time", []),
              ("--exact", ["--exact", "--no-device-time"]), ("torch.profiler", "torch")]
-    for name, cmd, key, torch_ok in cases:
+    for i, (name, cmd, key, torch_ok) in enumerate(cases):
         if not os.path.exists(cmd[0]):
             result("6", name, "missing from the bundle", "present", "SKIP")
             continue
+        keep = LEAST_S["throughput"] * (len(cases) - 1 - i) / len(cases)  # a round of each case after it
         runs = {m: [] for m, _ in modes}
         ests, deaths = {}, {}
         # the first run of a case after others pays for a cold GPU and caches: not counted
         run("tp-%s-warm-up" % re.sub(r"\W+", "_", name), cmd)
+        started = 0.0
         for r in range(ROUNDS):
+            if not another_round(r, started, keep):
+                break
+            started = time.monotonic()
             order = modes if r % 2 == 0 else list(reversed(modes))
             for m, args in order:
                 if args == "torch":
@@ -563,7 +619,7 @@ def check_throughput():
                 verdict = "FAIL"
             if dead and m != "torch.profiler":
                 verdict = "FAIL"
-        result("6", "throughput, " + name + " (medians of %d)" % ROUNDS, ", ".join(parts),
+        result("6", "throughput, " + name + " (medians of %d)" % len(runs["alone"]), ", ".join(parts),
                "default+device time >= 0.98 (issue 13)", verdict)
         if os.path.exists(tp_pb(name, "default+device time")):
             device_windows(tp_pb(name, "default+device time"), name + ": ", required=not SELFTEST)
@@ -583,7 +639,11 @@ def check_switches():
     modes = [("alone", None), ("own clocks", ["--overhead-budget", "100"]), ("default", [])]
     runs = {m: [] for m, _ in modes}
     est, allt, at = [], [], []
+    started = 0.0
     for r in range(ROUNDS):
+        if not another_round(r, started):
+            break
+        started = time.monotonic()
         for m, args in modes if r % 2 == 0 else list(reversed(modes)):
             pb = os.path.join(OUT, "switches-%s.pb.gz" % m.replace(" ", "_"))
             c = cmd if args is None else [GPUBPF, "record", "--no-device-time", "-o", pb] + args + ["--"] + cmd
@@ -608,8 +668,8 @@ def check_switches():
     if est:
         parts.append("est. with own clocks %.2g%% (up to %.2g%%)" % (statistics.median(est), statistics.median(allt)))
     parts.append("per CPU from %s s" % ("/".join("%.2g" % x for x in at) if at else "- (never)"))
-    result("13", "context switches, two threads handing work over (medians of %d)" % ROUNDS, ", ".join(parts),
-           "measured", "INFO")
+    result("13", "context switches, two threads handing work over (medians of %d)" % len(runs["alone"]),
+           ", ".join(parts), "measured", "INFO")
 
 
 def own_cpu_of(text):
@@ -648,7 +708,11 @@ def check_parts():
              ("a tenth of the budget", ["--overhead-budget", "0.1"])]
     runs = {m: [] for m, _ in modes}
     ests, slices, own = {}, {}, []
+    started = 0.0
     for r in range(rounds):
+        if not another_round(r, started):
+            break
+        started = time.monotonic()
         for m, args in modes if r % 2 == 0 else list(reversed(modes)):
             tag = re.sub(r"\W+", "_", m)
             pb = os.path.join(OUT, "parts-%s.pb.gz" % tag)
@@ -691,7 +755,8 @@ def check_parts():
             statistics.median(o[0] for o in own),
             "%.3g" % statistics.median(o[1] for o in own) if all(o[1] is not None for o in own) else "-",
             "%.3g" % statistics.median(o[2] for o in own) if all(o[2] is not None for o in own) else "-"))
-    result("13", "the loss part by part, %s (medians of %d)" % (name, rounds), ", ".join(parts), "measured", "INFO")
+    result("13", "the loss part by part, %s (medians of %d)" % (name, len(runs["alone"])), ", ".join(parts),
+           "measured", "INFO")
 
 
 def died(rc, out, key):
@@ -765,32 +830,30 @@ def main():
             os.remove(os.path.join(OUT, f))
     p = subprocess.run([GPUBPF, "--version"], capture_output=True, text=True)
     log("gpubpf: %s; output in %s" % ((p.stdout or p.stderr).strip(), OUT))
+    signal.signal(signal.SIGTERM, on_term)
     if SELFTEST:
         result("all", "self-test (no GPU): C workloads and launch_loop only", "-", "-", "SKIP")
-        check_survives()
-        check_programs()
-        check_estimates()
-        check_remeasure()
-        check_throughput()
-        check_switches()
-        check_parts()
-        table()
-        return 0
-    why = environment()
-    if why:
-        result("all", "GPU checks", "not run: " + why, "a GPU, its driver, PyTorch, root", "SKIP")
-        table()
-        return 0
-    check_cupti()
-    check_survives()
-    check_programs()
-    check_pytorch()
-    check_trace()
-    check_estimates()
-    check_remeasure()
-    check_throughput()
-    check_switches()
-    check_parts()
+        checks = ["survives", "programs", "estimates", "remeasure", "throughput", "switches", "parts"]
+    else:
+        why = environment()
+        if why:
+            result("all", "GPU checks", "not run: " + why, "a GPU, its driver, PyTorch, root", "SKIP")
+            table()
+            return 0
+        checks = ["cupti", "survives", "programs", "pytorch", "trace", "estimates", "remeasure", "throughput",
+                  "switches", "parts"]
+    global reserve
+    try:
+        for i, c in enumerate(checks):
+            reserve = sum(LEAST_S[x] for x in checks[i + 1:])
+            if left() < LEAST_S[c]:
+                result("-", "check_" + c, "not run: out of time (%.0f s of GPU_CHECK_SECONDS=%g left, it takes %d s "
+                       "or more)" % (max(left(), 0), SECONDS, LEAST_S[c]), "time", "SKIP")
+                continue
+            globals()["check_" + c]()
+    except Stopped:
+        result("-", "the check", "stopped by SIGTERM after %.0f s: the rows so far" % (time.monotonic() - T0),
+               "not stopped", "FAIL")
     table()
     return 1 if failed else 0
 
