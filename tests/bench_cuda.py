@@ -33,6 +33,7 @@ import tempfile
 import time
 
 BUILD = os.environ.get("BUILD", "build")
+CUDA_HOME = os.environ.get("CUDA_HOME", "/usr/local/cuda")
 G = os.path.join(BUILD, "gpubpf")
 CW = os.path.join(BUILD, "workloads", "cuda")
 RUNS = int(os.environ.get("BENCH_RUNS", "9"))
@@ -180,6 +181,63 @@ def replay(out, model=None):
           f"(target: ratio <= 1.02; median of {RUNS}){noise_text(alone, under, False)}", flush=True)
 
 
+def python_step(out):
+    """A launch-bound step driven by Python (tests/workloads/python/launch_step.py: 40
+    operators a step, each a cudaLaunchKernel through ctypes), alone, in default mode and
+    with --exact, alternating; rates per second of the thread's CPU time (the host's steal
+    moves them less). Beside the slowdowns: default mode's launch count against the
+    process's own, and what a launch costs under --exact, split by the kernel's accounting
+    into kernel time (the trap and the programs, what gpubpf times and calibrates) and user
+    time (the job's own code running slower after each hit: no clock of gpubpf's sees it),
+    beside gpubpf's estimate of a hit."""
+    lib = os.path.join(CUDA_HOME, "lib64", "libcudart.so")
+    wl = [sys.executable, os.path.join(os.path.dirname(__file__), "workloads", "python", "launch_step.py"), lib,
+          str(min(SECS, 3))]
+    if not os.path.exists(lib):
+        return
+    modes = (("alone", None), ("default", ["--no-device-time"]), ("--exact", ["--exact", "--no-device-time"]))
+    res = {m: [] for m, _ in modes}
+    for r in range(RUNS):
+        for m, args in modes if r % 2 == 0 else tuple(reversed(modes)):
+            cmd = wl if args is None else [G, "record", *args, "-o", out, "--", *wl]
+            p = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            v = {k: float(x) for k, x in re.findall(r"(\w+)=([0-9.]+)", p.stdout.split("launch_step:")[-1])}
+            v["est"] = parse_est(p.stderr)
+            if m == "default":
+                rep = subprocess.run([G, "report", out], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True).stdout
+                e = re.search(r"cuda estimate: launches: ([0-9,]+) calls, 95% CI ([0-9,]+)-([0-9,]+|unbounded)", rep)
+                if e:
+                    num = lambda x: float("inf") if x == "unbounded" else float(x.replace(",", ""))
+                    v["count"], v["lo"], v["hi"] = num(e.group(1)), num(e.group(2)), num(e.group(3))
+            res[m].append(v)
+    med = lambda m, k: statistics.median(x[k] for x in res[m])
+    a = med("alone", "steps_per_cpu_sec")
+    print("   runs (steps per CPU s): " + "; ".join(
+        m + " " + " ".join("%.0f" % x["steps_per_cpu_sec"] for x in res[m]) for m, _ in modes))
+    parts = []
+    for m in ("default", "--exact"):
+        u = med(m, "steps_per_cpu_sec")
+        ests = [x["est"] for x in res[m]]
+        parts.append(f"{m}: ratio {a / u:.3f}, {est_text(ests)}, measured {100 * (a / u - 1):.2g}%")
+    cnt = [x for x in res["default"] if "count" in x]
+    if cnt:
+        errs = [100 * (x["count"] / x["launches"] - 1) for x in cnt]
+        inside = sum(x["lo"] <= x["launches"] <= x["hi"] for x in cnt)
+        parts.append(f"default's launch estimate against the process's count: {statistics.median(errs):+.1f}% "
+                     f"(median; {min(errs):+.1f}% to {max(errs):+.1f}%), the count inside its 95% CI in {inside} "
+                     f"of {len(cnt)} (target: within 5%)")
+    # what a launch costs under --exact: the timed part's CPU time a step, less alone's, over 40
+    du = (med("--exact", "user_us_per_step") - med("alone", "user_us_per_step")) / 40
+    dk = (med("--exact", "sys_us_per_step") - med("alone", "sys_us_per_step")) / 40
+    ex = [x for x in res["--exact"] if x["est"] and x["est"][4]]
+    g = statistics.median(x["est"][0] / 100 * x["est"][4] * 1e6 / x["launches"] for x in ex) if ex else float("nan")
+    parts.append(f"a launch under --exact costs {du + dk:.2f} us more: {dk:.2f} us of kernel time, {du:.2f} us of "
+                 f"user time; gpubpf estimated {g:.2f} us a hit")
+    print(f"1p. Python launch-bound step (ctypes, 40 launches a step), alone {a:.0f} steps per CPU s; "
+          + "; ".join(parts) + f" (medians of {RUNS})", flush=True)
+
+
 def device_time(out):
     """Device time in windows: the synthetic producer's launch-bound loop (launches of 5 us,
     0.6 us dearer while "CUPTI" calls back, 3 us while it has activity on, 5 us of work
@@ -294,9 +352,11 @@ def main():
         print("cuda benchmarks: skipped (CUDA is not installed: no CUDA workloads)")
         return
     out = tempfile.mktemp(suffix=".pb.gz")
-    which = sys.argv[1:] or ["launch", "device", "replay", "mixed", "own"]
+    which = sys.argv[1:] or ["launch", "python", "device", "replay", "mixed", "own"]
     if "launch" in which:
         launch_heavy(out)
+    if "python" in which:
+        python_step(out)
     if "device" in which:
         device_time(out)
     if "replay" in which:

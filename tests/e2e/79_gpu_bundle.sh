@@ -60,6 +60,19 @@ if grep -q "^6	throughput, launch_loop (medians of 1)	alone [0-9]*/s, default [0
 else
 	fail "selftest:throughput-row" "$(grep throughput "$R")"
 fi
+# the Python-driven step (ctypes) stands in for PyTorch's: its throughput row, and what a
+# launch costs it under --exact in kernel and in user time beside gpubpf's estimate a hit
+if grep -q "^6	throughput, launch-bound Python step (ctypes) (medians of 1)	alone [0-9]*/s, default [0-9.]*$E, default+device time [0-9.]*$E, --exact [0-9.]*$E	" "$R"; then
+	pass "selftest:python-step-row"
+else
+	fail "selftest:python-step-row" "$(grep "Python step" "$R")"
+fi
+got=$(row "a launch under --exact, launch-bound Python step (ctypes): its cost in kernel and user time")
+if echo "$got" | grep -Eq '^\+[0-9.]+ us: [0-9.]+ us kernel, -?[0-9.]+ us user \(the job.s own code after each hit\); est\. [0-9.]+ us a hit\|INFO$'; then
+	pass "selftest:hit-split-row"
+else
+	fail "selftest:hit-split-row" "'$got'"
+fi
 # what each thread's own sampling clock costs its switches: the hand-over pair's rates, the
 # estimate, and when sampling went per CPU under the default budget
 got=$(row "context switches, two threads handing work over (medians of 1)")

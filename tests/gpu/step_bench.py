@@ -4,11 +4,15 @@ on 1k-element tensors per step, so the step costs what its launches cost.
 
   step_bench.py SECONDS [--torch-profile] [--slices]
 
-Prints "step_bench: steps=N seconds=S steps_per_sec=X" for the SECONDS after a warm-up;
+Prints "step_bench: steps=N seconds=S steps_per_sec=X launches=L user_us_per_step=U
+sys_us_per_step=K" for the SECONDS after a warm-up (L: the steps' launches, the warm-up's
+too; U and K: the timed part's CPU time a step in user and kernel mode, os.times, the
+process's: what a probe hit costs the job's own code beside what it costs in the kernel);
 with --torch-profile the timed part runs under torch.profiler (CPU and CUDA activity);
 with --slices also "step_bench: slices=X,Y,...", the steps a second of each half second
 (the launches' pace on the CPU: nothing in the loop waits for the device)."""
 import contextlib
+import os
 import sys
 import time
 
@@ -38,7 +42,7 @@ def main():
         ctx = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
     slices = []
     with ctx:
-        n, t0 = 0, time.perf_counter()
+        n, t0, o0 = 0, time.perf_counter(), os.times()
         sn, st = 0, t0
         while True:
             now = time.perf_counter()
@@ -50,8 +54,10 @@ def main():
             step()
             n += 1
         torch.cuda.synchronize()
-        dt = time.perf_counter() - t0
-    print(f"step_bench: steps={n} seconds={dt:.3f} steps_per_sec={n / dt:.1f}", flush=True)
+        dt, o1 = time.perf_counter() - t0, os.times()
+    print(f"step_bench: steps={n} seconds={dt:.3f} steps_per_sec={n / dt:.1f} launches={(200 + n) * 40} "
+          f"user_us_per_step={(o1.user - o0.user) / max(n, 1) * 1e6:.2f} "
+          f"sys_us_per_step={(o1.system - o0.system) / max(n, 1) * 1e6:.2f}", flush=True)
     if "--slices" in sys.argv:
         print("step_bench: slices=" + ",".join("%.1f" % r for r in slices), flush=True)
 
