@@ -631,18 +631,23 @@ def check_throughput():
 
 
 def hit_split(name, outs):
-    """Issue 13: what a launch costs a step under --exact, from the step's own accounting of
-    its CPU time (user and kernel mode, os.times) against alone's, 40 launches a step: the
-    kernel part is the trap and the programs (what gpubpf times and calibrates), the user
-    part the job's own code running slower after each hit, which no clock of gpubpf's sees
-    (0.5 us a hit in a Python loop on the development VM, 2.5 us in the kernel); beside
-    gpubpf's estimate of a hit (its overhead share times its recording over the launches)."""
+    """Issue 13: what a launch costs under --exact, from the workload's own accounting of its
+    CPU time in user and kernel mode (a step's, 40 launches, os.times; or launch_loop's a
+    launch, getrusage) against alone's: the kernel part is the trap and the programs (what
+    gpubpf times and calibrates), the user part the job's own code running slower after each
+    hit, which no clock of gpubpf's sees (0.5 us a hit in a Python loop on the development
+    VM, 2.5 us in the kernel); beside gpubpf's estimate of a hit (its overhead share times
+    its recording over the launches)."""
     def split(m):
-        v = [{k: float(x) for k, x in re.findall(r"(user_us_per_step|sys_us_per_step|launches)=([0-9.]+)", o)}
+        v = [{k: float(x) for k, x in re.findall(r"(user_us_per_\w+|sys_us_per_\w+|launches)=([0-9.]+)", o)}
              for o in outs.get(m, [])]
-        v = [x for x in v if len(x) == 3]
-        return (statistics.median(x["user_us_per_step"] for x in v),
-                statistics.median(x["sys_us_per_step"] for x in v)) if v else None
+        unit = [(u, k, d) for u, k, d in (("user_us_per_step", "sys_us_per_step", 40),
+                                          ("user_us_per_launch", "sys_us_per_launch", 1)) if v and u in v[0]]
+        if not unit:
+            return None
+        u, k, d = unit[0]
+        v = [x for x in v if u in x and k in x and "launches" in x]
+        return (statistics.median(x[u] for x in v) / d, statistics.median(x[k] for x in v) / d) if v else None
 
     a, e = split("alone"), split("--exact")
     if not a or not e:
@@ -654,7 +659,7 @@ def hit_split(name, outs):
         n = re.search(r"launches=([0-9]+)", o)
         if est and sec and n and int(n.group(1)):
             per.append(float(est.group(1)) / 100 * float(sec.group(1)) * 1e6 / int(n.group(1)))
-    du, dk = (e[0] - a[0]) / 40, (e[1] - a[1]) / 40
+    du, dk = e[0] - a[0], e[1] - a[1]
     result("13", "a launch under --exact, %s: its cost in kernel and user time" % name,
            "+%.2f us: %.2f us kernel, %.2f us user (the job's own code after each hit); est. %s us a hit"
            % (du + dk, dk, du, "%.2f" % statistics.median(per) if per else "-"), "measured", "INFO")

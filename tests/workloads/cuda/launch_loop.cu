@@ -20,7 +20,9 @@
 // it. The launching thread then prints its own wait for a CPU over the loop
 // (/proc/thread-self/schedstat's run_delay) as "waited=S", and all the job's threads'
 // together as "all_waited=S".
-// Prints: "launch_loop: launches=N seconds=T launches_per_sec=X".
+// Prints: "launch_loop: launches=N seconds=T launches_per_sec=X ... user_us_per_launch=U
+// sys_us_per_launch=K" (the loop's CPU time a launch in user and kernel mode, getrusage:
+// what a probe hit costs the loop's own code beside what it costs in the kernel).
 // Start-up convention (GPUBPF_WL_WAIT / --wait-stdin): wl_common.c.
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +30,7 @@
 #include <ctime>
 #include <cuda_runtime.h>
 #include <pthread.h>
+#include <sys/resource.h>
 
 extern "C" int wl_repeat(void);
 extern "C" void wl_wait(int argc, char **argv);
@@ -47,6 +50,11 @@ __global__ void loop_kernel(int i, int *out, unsigned long long device_ns)
 	}
 	if (out && threadIdx.x == 0)
 		out[0] = i;
+}
+
+static double tv_us(const struct timeval *a, const struct timeval *b)
+{
+	return (double)(a->tv_sec - b->tv_sec) * 1e6 + (double)(a->tv_usec - b->tv_usec);
 }
 
 static double now(void)
@@ -135,6 +143,7 @@ int main(int argc, char **argv)
 {
 	long count = 20000L * wl_repeat(), done = 0;
 	double seconds = 0, t0, t1, w0 = 0, w1 = 0;
+	struct rusage ru0, ru1;
 	const char *trace_path = NULL;
 	int nbusy = 0;
 	pthread_t busy[64];
@@ -185,6 +194,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	w0 = run_delay();
+	getrusage(RUSAGE_THREAD, &ru0);
 	t0 = now();
 	if (seconds > 0) {
 		while (now() - t0 < seconds)
@@ -195,6 +205,7 @@ int main(int argc, char **argv)
 	if (device_s > 0 && !emulate)
 		(void)cudaDeviceSynchronize(); /* the kernels' time is the loop's */
 	t1 = now();
+	getrusage(RUSAGE_THREAD, &ru1);
 	w1 = run_delay();
 	__atomic_store_n(&busy_stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < nbusy; i++)
@@ -212,6 +223,10 @@ int main(int argc, char **argv)
 	}
 	if (emulate)
 		printf(" unpaced=%.4f", launched > queue ? (double)nowait / (double)(launched - queue) : 0.0);
+	if (done > 0) /* the loop's CPU time a launch in user and kernel mode (the kernel's accounting) */
+		printf(" user_us_per_launch=%.4f sys_us_per_launch=%.4f",
+		       tv_us(&ru1.ru_utime, &ru0.ru_utime) / (double)done,
+		       tv_us(&ru1.ru_stime, &ru0.ru_stime) / (double)done);
 	printf("\n");
 	if (trace) {
 		FILE *f = fopen(trace_path, "wb");
