@@ -13,6 +13,10 @@
    launching one on each other CPU), where gpubpf's own threads take CPU time from it.
 1r. replay: the real two-thread PyTorch timeline (tests/fixtures/gpu, H100) as a closed
    loop (each call after the previous one's real duration), its active part 4 times.
+The --exact row also splits what a launch cost into kernel and user time (launch_loop's
+getrusage): the user part, the loop's own code after each hit, is not counted.
+1p. a launch-bound step driven by Python (ctypes), the same split, and default mode's
+   launch estimate against the process's own count.
 Each row prints gpubpf's own estimate of its overhead (the summary's "overhead ~X%",
 medians of the runs) beside the slowdown measured: "estimated X%, measured Y%". gpubpf's
 X is a share of its recording; the slowdown is of the part the job times (its loop: not
@@ -42,13 +46,16 @@ OWN_SECS = int(os.environ.get("BENCH_SECS", "30"))
 BUSY = max(1, (os.cpu_count() or 2) - 1)  # launch_loop --busy: with its launching thread, every CPU
 
 
-def measure(cmd, pattern):
+def measure(cmd, pattern, stdout=None):
     """Run CMD; the number PATTERN finds in its stdout, and gpubpf's estimated overhead
-    (percent, from its summary line on stderr; None when CMD is not gpubpf)."""
+    (percent, from its summary line on stderr; None when CMD is not gpubpf). STDOUT, a
+    list, gets CMD's standard output."""
     r = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     m = re.search(pattern, r.stdout)
     if not m:
         sys.exit(f"cannot read {pattern!r} from: {r.stdout!r}")
+    if stdout is not None:
+        stdout.append(r.stdout)
     return float(m.group(1)), parse_est(r.stderr)
 
 
@@ -86,8 +93,34 @@ def fmt_est(e):
     return f"{e[0]:.2g}" if e[1] == e[2] else f"{e[0]:.2g} ({e[1]:.2g}-{e[2]:.2g})"
 
 
+_splits = {}
+
+
 def launch_rate(cmd):
-    return measure(cmd, r"launches_per_sec=([0-9.]+)")
+    """launch_loop's rate under CMD and gpubpf's estimate; its CPU time a launch in user and
+    kernel mode is kept for split_text (by the command, gpubpf's options and all)."""
+    out = []
+    v, e = measure(cmd, r"launches_per_sec=([0-9.]+)", out)
+    u = re.search(r"user_us_per_launch=([0-9.]+) sys_us_per_launch=([0-9.]+)", out[0])
+    n = re.search(r"launches=([0-9]+)", out[0])
+    if u and n:
+        _splits.setdefault(tuple(cmd), []).append((float(u.group(1)), float(u.group(2)), int(n.group(1)), e))
+    return v, e
+
+
+def split_text(alone_cmd, under_cmd):
+    """What a launch cost under gpubpf in kernel and in user time (launch_loop's getrusage,
+    medians), against alone, beside gpubpf's estimate of a hit (its share of its recording
+    over the launches): the user part is the job's own code after each hit, not counted."""
+    a, u = _splits.get(tuple(alone_cmd)), _splits.get(tuple(under_cmd))
+    if not a or not u:
+        return ""
+    du = statistics.median(x[0] for x in u) - statistics.median(x[0] for x in a)
+    dk = statistics.median(x[1] for x in u) - statistics.median(x[1] for x in a)
+    g = [x[3][0] / 100 * x[3][4] * 1e6 / x[2] for x in u if x[3] and x[3][4] and x[2]]
+    est = f"; gpubpf estimated {statistics.median(g):.2f} us a hit" if g else ""
+    return (f"\n   a launch cost {du + dk:.2f} us more: {dk:.2f} us of kernel time, {du:.2f} us of user time (the "
+            f"loop's own code after each hit, not counted){est}")
 
 
 def est_text(ests):
@@ -153,7 +186,9 @@ def launch_heavy(out):
         # Slowdown of the same work: the ratio of wall times is the inverse ratio of rates.
         print(f"1. launch-heavy, {name}: {a / 1e6:.3f}M launches/s alone, {u / 1e6:.3f}M with gpubpf: "
               f"wall-time ratio {a / u:.3f}; {est_text(ests)}, measured {100 * (a / u - 1):.2g}% "
-              f"(target: ratio <= 1.02 in default mode; median of {RUNS}){noise_text(alone, under)}", flush=True)
+              f"(target: ratio <= 1.02 in default mode; median of {RUNS}){noise_text(alone, under)}"
+              f"{split_text(wl, [G, 'record', *extra, '-o', out, '--', *wl]) if extra == ['--exact'] else ''}",
+              flush=True)
 
 
 def replay(out, model=None):
