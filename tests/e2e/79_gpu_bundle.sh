@@ -30,6 +30,12 @@ fi
 OUT=$TMP/self SELFTEST=1 LD_LIBRARY_PATH=$PWD/$BUILD/workloads/cuda/stubs python3 "$B/gpu_check.py" >"$TMP/self.log" 2>&1
 R=$TMP/self/results.tsv
 row() { awk -F'\t' -v w="$1" '$2 == w { print $3 "|" $5 }' "$R"; }
+# row_like ID CHECK ERE: the row CHECK's "value|verdict" matches ERE
+row_like() {
+	local got
+	got=$(row "$2")
+	if echo "$got" | grep -Eq "$3"; then pass "$1"; else fail "$1" "'$got'"; fi
+}
 for wl in runtime_wl_shared runtime_wl_static; do
 	got=$(row "unnamed launches, $wl")
 	[ "$got" = "0 of 180|PASS" ] && pass "selftest:names:$wl" || fail "selftest:names:$wl" "'$got'"
@@ -46,52 +52,31 @@ for id in thread-paced device-paced; do
 	thread-paced) name="launch_loop (the thread sets the pace)" ;;
 	*) name="launch_loop --device-us 20 (a full device queue sets the pace)" ;;
 	esac
-	got=$(row "estimate, $name")
-	if echo "$got" | grep -Eq '^[0-9]+ of (1000000|400000) \([+-][0-9.]+%\), CI [0-9]+-([0-9]+|unbounded), delay pushed [0-9.]+ \([0-9.]+-[0-9.]+\); device [a-z-]+\|(PASS|FAIL)$'; then
-		pass "selftest:estimate-row:$id"
-	else
-		fail "selftest:estimate-row:$id" "'$got'"
-	fi
+	row_like "selftest:estimate-row:$id" "estimate, $name" \
+		'^[0-9]+ of (1000000|400000) \([+-][0-9.]+%\), CI [0-9]+-([0-9]+|unbounded), delay pushed [0-9.]+ \([0-9.]+-[0-9.]+\); device [a-z-]+\|(PASS|FAIL)$'
 done
-# each mode's ratio, with gpubpf's estimate beside the measured slowdown
+# each mode's ratio, with gpubpf's estimate beside the measured slowdown (the Python-driven
+# step, through ctypes, stands in for PyTorch's); and what a launch costs under --exact in
+# kernel and in user time beside gpubpf's estimate of a hit
 E=' (est\. [0-9.e+-]*%, meas\. [0-9.e+-]*%)'
-if grep -q "^6	throughput, launch_loop (medians of 1)	alone [0-9]*/s, default [0-9.]*$E, default+device time [0-9.]*$E, --exact [0-9.]*$E	" "$R"; then
-	pass "selftest:throughput-row"
-else
-	fail "selftest:throughput-row" "$(grep throughput "$R")"
-fi
-# the Python-driven step (ctypes) stands in for PyTorch's: its throughput row, and what a
-# launch costs it under --exact in kernel and in user time beside gpubpf's estimate a hit
-if grep -q "^6	throughput, launch-bound Python step (ctypes) (medians of 1)	alone [0-9]*/s, default [0-9.]*$E, default+device time [0-9.]*$E, --exact [0-9.]*$E	" "$R"; then
-	pass "selftest:python-step-row"
-else
-	fail "selftest:python-step-row" "$(grep "Python step" "$R")"
-fi
 for wl in "launch_loop" "launch-bound Python step (ctypes)"; do
-	got=$(row "a launch under --exact, $wl: its cost in kernel and user time")
-	if echo "$got" | grep -Eq '^\+[0-9.]+ us: [0-9.]+ us kernel, -?[0-9.]+ us user \(the job.s own code after each hit\); est\. [0-9.]+ us a hit\|INFO$'; then
-		pass "selftest:hit-split-row:${wl%% *}"
+	if grep -q "^6	throughput, $wl (medians of 1)	alone [0-9]*/s, default [0-9.]*$E, default+device time [0-9.]*$E, --exact [0-9.]*$E	" "$R"; then
+		pass "selftest:throughput-row:${wl%% *}"
 	else
-		fail "selftest:hit-split-row:${wl%% *}" "'$got'"
+		fail "selftest:throughput-row:${wl%% *}" "$(grep "throughput, $wl" "$R")"
 	fi
+	row_like "selftest:hit-split-row:${wl%% *}" "a launch under --exact, $wl: its cost in kernel and user time" \
+		'^\+[0-9.]+ us: [0-9.]+ us kernel, -?[0-9.]+ us user \(the job.s own code after each hit\); est\. [0-9.]+ us a hit\|INFO$'
 done
 # what each thread's own sampling clock costs its switches: the hand-over pair's rates, the
 # estimate, and when sampling went per CPU under the default budget
-got=$(row "context switches, two threads handing work over (medians of 1)")
-if echo "$got" | grep -Eq '^alone [0-9]+/s, own clocks [0-9]+/s \(meas\. [0-9.e+-]+%\), default [0-9]+/s \(meas\. [0-9.e+-]+%\), est\. with own clocks [0-9.e+-]+% \(up to [0-9.e+-]+%\), per CPU from [0-9.]+ s\|INFO$'; then
-	pass "selftest:switches-row"
-else
-	fail "selftest:switches-row" "'$got'"
-fi
+row_like "selftest:switches-row" "context switches, two threads handing work over (medians of 1)" \
+	'^alone [0-9]+/s, own clocks [0-9]+/s \(meas\. [0-9.e+-]+%\), default [0-9]+/s \(meas\. [0-9.e+-]+%\), est\. with own clocks [0-9.e+-]+% \(up to [0-9.e+-]+%\), per CPU from [0-9.]+ s\|INFO$'
 # where default mode's loss comes from, part by part (the PyTorch step on a GPU, launch_loop
 # here): each mode's ratio with gpubpf's estimate beside it, and gpubpf's own CPU
-got=$(row "the loss part by part, launch_loop --spin-us 4 (medians of 1)")
 P=' [0-9.]+ \(est\. [0-9.e+-]+%, meas\. [0-9.e+-]+%\)'
-if echo "$got" | grep -Eq "^alone [0-9]+/s, default$P, --no-python$P, -F 1$P, a tenth of the budget$P, gpubpf's CPU \(default\): recording [0-9.e+-]+ s, set-up [0-9.e+-]+ s, after [0-9.e+-]+ s\|INFO$"; then
-	pass "selftest:parts-row"
-else
-	fail "selftest:parts-row" "'$got'"
-fi
+row_like "selftest:parts-row" "the loss part by part, launch_loop --spin-us 4 (medians of 1)" \
+	"^alone [0-9]+/s, default$P, --no-python$P, -F 1$P, a tenth of the budget$P, gpubpf's CPU \(default\): recording [0-9.e+-]+ s, set-up [0-9.e+-]+ s, after [0-9.e+-]+ s\|INFO$"
 # item 14: the job ran under device time, and lived
 got=$(row "the job survives device time: launch_loop --spin-us 4")
 [ "$got" = "died in 0 of 1 runs|PASS" ] && pass "selftest:survives-row" || fail "selftest:survives-row" "'$got'"
