@@ -108,19 +108,19 @@ def launch_rate(cmd):
     return v, e
 
 
-def split_text(alone_cmd, under_cmd):
-    """What a launch cost under gpubpf in kernel and in user time (launch_loop's getrusage,
-    medians), against alone, beside gpubpf's estimate of a hit (its share of its recording
-    over the launches): the user part is the job's own code after each hit, not counted."""
-    a, u = _splits.get(tuple(alone_cmd)), _splits.get(tuple(under_cmd))
+def split_text(a, u):
+    """What a launch cost under gpubpf in kernel and in user time against alone (A and U: a
+    run's (user us, kernel us a launch, the launches, gpubpf's estimate) each; medians),
+    beside gpubpf's estimate of a hit (its share of its recording over the launches): the
+    user part is the job's own code after each hit, not counted."""
     if not a or not u:
         return ""
     du = statistics.median(x[0] for x in u) - statistics.median(x[0] for x in a)
     dk = statistics.median(x[1] for x in u) - statistics.median(x[1] for x in a)
     g = [x[3][0] / 100 * x[3][4] * 1e6 / x[2] for x in u if x[3] and x[3][4] and x[2]]
     est = f"; gpubpf estimated {statistics.median(g):.2f} us a hit" if g else ""
-    return (f"\n   a launch cost {du + dk:.2f} us more: {dk:.2f} us of kernel time, {du:.2f} us of user time (the "
-            f"loop's own code after each hit, not counted){est}")
+    return (f"a launch cost {du + dk:.2f} us more: {dk:.2f} us of kernel time, {du:.2f} us of user time (the "
+            f"job's own code after each hit, not counted){est}")
 
 
 def est_text(ests):
@@ -180,14 +180,15 @@ def launch_heavy(out):
             under.append(u)
             ests.append(on_span(e, SECS))
         a, u = statistics.median(alone), statistics.median(under)
+        split = split_text(_splits.get(tuple(wl)), _splits.get(tuple([G, "record", *extra, "-o", out, "--", *wl])))
+        split = "\n   " + split if split and extra == ["--exact"] else ""
         print(f"   runs alone (M/s): {' '.join(f'{x / 1e6:.3f}' for x in alone)}; "
               f"with gpubpf: {' '.join(f'{x / 1e6:.3f}' for x in under)}; estimated overhead (%): "
               f"{' '.join(fmt_est(x) for x in ests)}")
         # Slowdown of the same work: the ratio of wall times is the inverse ratio of rates.
         print(f"1. launch-heavy, {name}: {a / 1e6:.3f}M launches/s alone, {u / 1e6:.3f}M with gpubpf: "
               f"wall-time ratio {a / u:.3f}; {est_text(ests)}, measured {100 * (a / u - 1):.2g}% "
-              f"(target: ratio <= 1.02 in default mode; median of {RUNS}){noise_text(alone, under)}"
-              f"{split_text(wl, [G, 'record', *extra, '-o', out, '--', *wl]) if extra == ['--exact'] else ''}",
+              f"(target: ratio <= 1.02 in default mode; median of {RUNS}){noise_text(alone, under)}{split}",
               flush=True)
 
 
@@ -262,13 +263,10 @@ def python_step(out):
         parts.append(f"default's launch estimate against the process's count: {statistics.median(errs):+.1f}% "
                      f"(median; {min(errs):+.1f}% to {max(errs):+.1f}%), the count inside its 95% CI in {inside} "
                      f"of {len(cnt)} (target: within 5%)")
-    # what a launch costs under --exact: the timed part's CPU time a step, less alone's, over 40
-    du = (med("--exact", "user_us_per_step") - med("alone", "user_us_per_step")) / 40
-    dk = (med("--exact", "sys_us_per_step") - med("alone", "sys_us_per_step")) / 40
-    ex = [x for x in res["--exact"] if x["est"] and x["est"][4]]
-    g = statistics.median(x["est"][0] / 100 * x["est"][4] * 1e6 / x["launches"] for x in ex) if ex else float("nan")
-    parts.append(f"a launch under --exact costs {du + dk:.2f} us more: {dk:.2f} us of kernel time, {du:.2f} us of "
-                 f"user time; gpubpf estimated {g:.2f} us a hit")
+    # what a launch costs under --exact: the timed part's CPU time a step over its 40 launches
+    per = {m: [(x["user_us_per_step"] / 40, x["sys_us_per_step"] / 40, x["launches"], x["est"]) for x in res[m]]
+           for m in ("alone", "--exact")}
+    parts.append("under --exact " + split_text(per["alone"], per["--exact"]))
     print(f"1p. Python launch-bound step (ctypes, 40 launches a step), alone {a:.0f} steps per CPU s; "
           + "; ".join(parts) + f" (medians of {RUNS})", flush=True)
 

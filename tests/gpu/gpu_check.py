@@ -88,6 +88,17 @@ def another_round(done, started, keep=0.0):
     return False
 
 
+def timed_rounds(n, modes, keep=0.0):
+    """A check's rounds: (r, MODES in round r's order, alternating), as many of N as
+    another_round allows."""
+    started = 0.0
+    for r in range(n):
+        if not another_round(r, started, keep):
+            return
+        started = time.monotonic()
+        yield r, modes if r % 2 == 0 else list(reversed(modes))
+
+
 class Stopped(Exception):
     pass
 
@@ -582,12 +593,7 @@ def check_throughput():
         ests, deaths, outs = {}, {}, {}
         # the first run of a case after others pays for a cold GPU and caches: not counted
         run("tp-%s-warm-up" % re.sub(r"\W+", "_", name), cmd)
-        started = 0.0
-        for r in range(ROUNDS):
-            if not another_round(r, started, keep):
-                break
-            started = time.monotonic()
-            order = modes if r % 2 == 0 else list(reversed(modes))
+        for r, order in timed_rounds(ROUNDS, modes, keep):
             for m, args in order:
                 if args == "torch":
                     if not torch_ok:
@@ -680,12 +686,8 @@ def check_switches():
     modes = [("alone", None), ("own clocks", ["--overhead-budget", "100"]), ("default", [])]
     runs = {m: [] for m, _ in modes}
     est, allt, at = [], [], []
-    started = 0.0
-    for r in range(ROUNDS):
-        if not another_round(r, started):
-            break
-        started = time.monotonic()
-        for m, args in modes if r % 2 == 0 else list(reversed(modes)):
+    for r, order in timed_rounds(ROUNDS, modes):
+        for m, args in order:
             pb = os.path.join(OUT, "switches-%s.pb.gz" % m.replace(" ", "_"))
             c = cmd if args is None else [GPUBPF, "record", "--no-device-time", "-o", pb] + args + ["--"] + cmd
             rc, out = run("switches-%s-%d" % (m.replace(" ", "_"), r), c)
@@ -749,12 +751,8 @@ def check_parts():
              ("a tenth of the budget", ["--overhead-budget", "0.1"])]
     runs = {m: [] for m, _ in modes}
     ests, slices, own = {}, {}, []
-    started = 0.0
-    for r in range(rounds):
-        if not another_round(r, started):
-            break
-        started = time.monotonic()
-        for m, args in modes if r % 2 == 0 else list(reversed(modes)):
+    for r, order in timed_rounds(rounds, modes):
+        for m, args in order:
             tag = re.sub(r"\W+", "_", m)
             pb = os.path.join(OUT, "parts-%s.pb.gz" % tag)
             c = cmd if args is None else [GPUBPF, "record", "--no-device-time", "-o", pb] + args + ["--"] + cmd
