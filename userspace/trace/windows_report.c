@@ -302,7 +302,7 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 	    "threads' context switches), gpubpf's own CPU where no CPU "
 	    "was idle %.3g%%; planned %.3g%%%s; a traced call costs %.2f us on gpubpf's own calibration call; not "
 	    "counted: the job's own code runs slower after each hit (its caches refilled), which no clock of "
-	    "gpubpf's sees (measured apart: a fifth to a third of a hit's cost more in a Python-driven loop, under "
+	    "gpubpf's sees (measured apart: a fifth to a third of a hit's cost more in a Python-driven loop, about "
 	    "a tenth in a C one)",
 	    100 * total, range, 100 * probes, gv->trap_entry * 1e6, gv->trap_return * 1e6, traps,
 	    100 * sum.probes_closed / (elapsed > 0 ? elapsed : 1), sum.windows, governor__window_cost(gv) * 1e6,
