@@ -646,15 +646,14 @@ def hit_split(name, outs):
     VM, 2.5 us in the kernel); beside gpubpf's estimate of a hit (its overhead share times
     its recording over the launches)."""
     def split(m):
-        v = [{k: float(x) for k, x in re.findall(r"(user_us_per_\w+|sys_us_per_\w+|launches)=([0-9.]+)", o)}
-             for o in outs.get(m, [])]
-        unit = [(u, k, d) for u, k, d in (("user_us_per_step", "sys_us_per_step", 40),
-                                          ("user_us_per_launch", "sys_us_per_launch", 1)) if v and u in v[0]]
-        if not unit:
-            return None
-        u, k, d = unit[0]
-        v = [x for x in v if u in x and k in x and "launches" in x]
-        return (statistics.median(x[u] for x in v) / d, statistics.median(x[k] for x in v) / d) if v else None
+        """Mode M's runs' medians: (user, kernel) us a launch, or None."""
+        for unit, per in (("step", 40), ("launch", 1)):
+            v = [(float(r.group(1)) / per, float(r.group(2)) / per) for r in
+                 (re.search(r"user_us_per_%s=([0-9.]+) sys_us_per_%s=([0-9.]+)" % (unit, unit), o)
+                  for o in outs.get(m, [])) if r]
+            if v:
+                return statistics.median(x[0] for x in v), statistics.median(x[1] for x in v)
+        return None
 
     a, e = split("alone"), split("--exact")
     if not a or not e:
