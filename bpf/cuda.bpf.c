@@ -15,6 +15,7 @@
 #define ENOMEM 12
 #include "targets.bpf.h"
 #include "stacks.bpf.h"
+#include "fpwalk.bpf.h"
 #include "python.bpf.h"
 #include "cuda_abi.h"
 #include "cuda.h"
@@ -428,7 +429,7 @@ static __always_inline int enter(struct pt_regs *ctx)
 
 	if (cls == CC_CALIBRATE) {
 		/* The work of a counted call (stack capture, map update), on gpubpf itself. */
-		key.ustack = capture_ustack(ctx, buf_active & 1);
+		key.ustack = capture_ustack_fp(ctx, buf_active & 1);
 		if (!bpf_map_lookup_elem(&rt_frames, &tid)) {
 			__sync_fetch_and_add(&calib_hits, 1);
 			__sync_fetch_and_add(&calib_ns, bpf_ktime_get_ns() - start);
@@ -554,7 +555,7 @@ static __always_inline int enter(struct pt_regs *ctx)
 	default:
 		return 0;
 	}
-	key.ustack = capture_ustack(ctx, buf_active & 1);
+	key.ustack = capture_ustack_fp(ctx, buf_active & 1);
 	key.pystack = python_capture(tgid, tid);
 	key.names = record_comm(tgid, tid);
 	account(&key, bytes, 0);
@@ -625,7 +626,7 @@ static __always_inline int leave(struct pt_regs *ctx)
 	switch (CUDA_COOKIE_CLASS(cookie)) {
 	case CC_SYNC:
 		/* At return the frame walk starts in the caller: no separate caller frame. */
-		key.ustack = capture_ustack(ctx, buf_active & 1);
+		key.ustack = capture_ustack_fp(ctx, buf_active & 1);
 		key.pystack = python_capture(tgid, tid);
 		key.names = record_comm(tgid, tid);
 		account(&key, 0, now - pend->ts);

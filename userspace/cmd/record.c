@@ -25,6 +25,7 @@
 #include "record.h"
 #include "session.h"
 #include "speedscope.h"
+#include "stacks.h"
 #include "syms.h"
 #include "trace.h"
 #include "windows.h"
@@ -89,9 +90,11 @@ static void add_comments(struct engine *e)
 		profile__add_comment(
 		    s->prof,
 		    "cuda: %llu calls traced by %d probes in %d objects, %llu dropped, %llu stacks lost, "
-		    "%llu name events lost",
+		    "%llu name events lost, %llu hits walked by the kernel (a stack over %d frames, or "
+		    "another's key in the probes' own walk)",
 		    (unsigned long long)cs->calls, cs->probes, cs->objects, (unsigned long long)cs->dropped,
-		    (unsigned long long)cs->lost_stacks, (unsigned long long)cs->lost_events);
+		    (unsigned long long)cs->lost_stacks, (unsigned long long)cs->lost_events,
+		    (unsigned long long)cs->kernel_walks, STACKS_OWN_DEPTH);
 		windows__comments(e->win, e->gcost, &e->gov, s->prof, o->budget,
 				  o->exact ? "--exact" : "this kernel has no uprobe_multi links", e->elapsed,
 				  owncpu__share(&e->own, e->elapsed, NULL));

@@ -425,7 +425,7 @@ static int drain_buffer(struct cpu_sampler *c, unsigned buf)
 	struct session *s = c->s;
 	struct bpf_map *counts = buf ? c->skel->maps.counts1 : c->skel->maps.counts0;
 	struct stack_maps sm = {bpf_map__fd(buf ? c->skel->maps.stacks1 : c->skel->maps.stacks0),
-				bpf_map__fd(buf ? c->skel->maps.stacks1_ovf : c->skel->maps.stacks0_ovf)};
+				bpf_map__fd(buf ? c->skel->maps.stacks1_ovf : c->skel->maps.stacks0_ovf), -1};
 	uint64_t kips[STACKS_MAX_DEPTH], uips[STACKS_MAX_DEPTH];
 	struct stacks_taken t;
 	int32_t *ids = NULL;

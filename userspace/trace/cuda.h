@@ -19,6 +19,7 @@ struct cuda_stats {
 	uint64_t calls;	  /* traced calls counted */
 	uint64_t dropped; /* calls dropped: aggregation map full */
 	uint64_t lost_stacks;
+	uint64_t kernel_walks;	/* hits whose stacks the kernel walked (bpf/fpwalk.bpf.h) */
 	uint64_t lost_events;	/* name events lost */
 	int objects;		/* objects with CUDA entry points probed */
 	int probes;		/* uprobes attached */

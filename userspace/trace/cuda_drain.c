@@ -298,9 +298,10 @@ static int drain_buffer(struct cuda_tracer *c, unsigned buf, bool final)
 {
 	struct bpf_map *counts = buf ? c->skel->maps.ccounts1 : c->skel->maps.ccounts0;
 	struct stack_maps sm = {bpf_map__fd(buf ? c->skel->maps.stacks1 : c->skel->maps.stacks0),
-				bpf_map__fd(buf ? c->skel->maps.stacks1_ovf : c->skel->maps.stacks0_ovf)};
-	struct stack_maps alloc = {bpf_map__fd(c->skel->maps.alloc_stacks),
-				   bpf_map__fd(c->skel->maps.alloc_stacks_ovf)};
+				bpf_map__fd(buf ? c->skel->maps.stacks1_ovf : c->skel->maps.stacks0_ovf),
+				bpf_map__fd(buf ? c->skel->maps.own_stacks1 : c->skel->maps.own_stacks0)};
+	struct stack_maps alloc = {bpf_map__fd(c->skel->maps.alloc_stacks), bpf_map__fd(c->skel->maps.alloc_stacks_ovf),
+				   -1};
 	uint64_t ips[STACKS_MAX_DEPTH];
 	struct stacks_taken t;
 	int32_t *ids = NULL;
@@ -356,8 +357,8 @@ void cuda__set_windows(struct cuda_tracer *c, struct windows *w)
 int cuda__finish(struct cuda_tracer *c)
 {
 	int live_fd = bpf_map__fd(c->skel->maps.live_allocs);
-	struct stack_maps alloc = {bpf_map__fd(c->skel->maps.alloc_stacks),
-				   bpf_map__fd(c->skel->maps.alloc_stacks_ovf)};
+	struct stack_maps alloc = {bpf_map__fd(c->skel->maps.alloc_stacks), bpf_map__fd(c->skel->maps.alloc_stacks_ovf),
+				   -1};
 	struct cuda_alloc_key key, next, *prev = NULL;
 	struct cuda_alloc_val val;
 	struct cuda_val none = {0};
@@ -388,6 +389,7 @@ void cuda__stats(struct cuda_tracer *c, struct cuda_stats *out)
 	out->calls = c->calls;
 	out->dropped = c->skel->bss->dropped_calls;
 	out->lost_stacks = stacks__stat(fd, STAT_USTACK_LOST) + stacks__stat(fd, STAT_STACK_FULL);
+	out->kernel_walks = stacks__stat(fd, STAT_KERNEL_WALK);
 	out->lost_events = c->skel->bss->lost_events;
 	out->objects = c->objects;
 	out->trace_events = c->trace_calls;

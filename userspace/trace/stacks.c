@@ -11,14 +11,34 @@
 #include "hmap.h"
 #include "stacks.h"
 
+/* The map that holds stack ID of M, and its key there. */
+static int map_of(const struct stack_maps *m, int32_t id, uint32_t *key)
+{
+	*key = (uint32_t)id & ~(uint32_t)(STACKS_OVF | STACKS_OWN);
+	if (id & STACKS_OWN)
+		return id & STACKS_OVF ? -1 : m->own_fd;
+	return id & STACKS_OVF ? m->ovf_fd : m->fd;
+}
+
 int stacks__read(const struct stack_maps *m, int32_t id, uint64_t ips[STACKS_MAX_DEPTH], int *truncated)
 {
-	uint32_t key = (uint32_t)id & ~(uint32_t)STACKS_OVF;
-	int fd = id & STACKS_OVF ? m->ovf_fd : m->fd, n = 0;
+	uint32_t key;
+	int fd = map_of(m, id, &key), n = 0;
+	struct stacks_own own;
 
 	*truncated = 0;
 	if (id < 0 || fd < 0)
 		return 0;
+	if (id & STACKS_OWN) {
+		/* deeper stacks went to the kernel's walk: this one is whole */
+		if (bpf_map_lookup_elem(fd, &key, &own))
+			return 0;
+		memset(ips, 0, STACKS_MAX_DEPTH * sizeof(ips[0]));
+		memcpy(ips, own.ips, sizeof(own.ips));
+		while (n < STACKS_OWN_DEPTH && ips[n])
+			n++;
+		return n;
+	}
 	if (bpf_map_lookup_elem(fd, &key, ips))
 		return 0;
 	while (n < STACKS_MAX_DEPTH && ips[n])
@@ -117,11 +137,10 @@ void stacks__clear_ids(const struct stack_maps *m, const int32_t *ids, size_t n)
 	uint32_t key;
 
 	for (size_t i = 0; ids && i < n; i++) {
-		int fd = ids[i] & STACKS_OVF ? m->ovf_fd : m->fd;
+		int fd = map_of(m, ids[i], &key);
 
 		if (ids[i] < 0 || fd < 0 || hmap__get(&done, (uint32_t)ids[i], 0, 0, NULL))
 			continue;
-		key = (uint32_t)ids[i] & ~(uint32_t)STACKS_OVF;
 		bpf_map_delete_elem(fd, &key);
 		if (hmap__put(&done, (uint32_t)ids[i], 0, 0, 1))
 			break;
@@ -132,6 +151,8 @@ void stacks__clear_ids(const struct stack_maps *m, const int32_t *ids, size_t n)
 		stacks__clear(m->fd, sizeof(key));
 	if (m->ovf_fd >= 0 && bpf_map_get_next_key(m->ovf_fd, NULL, &key) == 0)
 		stacks__clear(m->ovf_fd, sizeof(key));
+	if (m->own_fd >= 0 && bpf_map_get_next_key(m->own_fd, NULL, &key) == 0)
+		stacks__clear(m->own_fd, sizeof(key));
 }
 
 void stacks__test_size(struct bpf_map *a, struct bpf_map *b)

@@ -7,14 +7,15 @@
 
 #include "../../bpf/stacks.h"
 
-/* A buffer's stack map and its overflow map (bpf/stacks.bpf.h; ovf_fd -1: none). */
+/* A buffer's stack map, its overflow map (bpf/stacks.bpf.h) and its own-walk map
+ * (bpf/fpwalk.bpf.h); ovf_fd, own_fd -1: none. */
 struct stack_maps {
-	int fd, ovf_fd;
+	int fd, ovf_fd, own_fd;
 };
 
 /* Copy stack ID of the stack maps M into ips (leaf first): an id with STACKS_OVF is in
- * the overflow map. Returns the depth (0 for an id < 0 or a missing entry). *truncated
- * is set when the stack filled STACKS_MAX_DEPTH. */
+ * the overflow map, one with STACKS_OWN in the own-walk map. Returns the depth (0 for an id < 0 or a missing entry).
+ * *truncated is set when the stack filled STACKS_MAX_DEPTH. */
 int stacks__read(const struct stack_maps *m, int32_t id, uint64_t ips[STACKS_MAX_DEPTH], int *truncated);
 
 /* Make the other buffer active (ACTIVE is a BPF object's mmapped buf_active), wait for

@@ -20,6 +20,8 @@
 // it. The launching thread then prints its own wait for a CPU over the loop
 // (/proc/thread-self/schedstat's run_delay) as "waited=S", and all the job's threads'
 // together as "all_waited=S".
+// --depth D launches from D more frames of run_at (frame pointers kept): a deep stack
+// at the probe, as a framework's dispatcher makes.
 // Prints: "launch_loop: launches=N seconds=T launches_per_sec=X ... user_us_per_launch=U
 // sys_us_per_launch=K" (the loop's CPU time a launch in user and kernel mode, getrusage:
 // what a probe hit costs the loop's own code beside what it costs in the kernel).
@@ -139,6 +141,18 @@ NOINLINE static long launch_n(long n)
 	return n;
 }
 
+/* launch_n (N launches) from D more frames of this function */
+NOINLINE static long run_at(long d, long n)
+{
+	long r;
+
+	if (d <= 0)
+		return launch_n(n);
+	r = run_at(d - 1, n);
+	__asm__ volatile("" ::: "memory"); /* no tail call: the frame stays */
+	return r;
+}
+
 int main(int argc, char **argv)
 {
 	long count = 20000L * wl_repeat(), done = 0;
@@ -146,6 +160,7 @@ int main(int argc, char **argv)
 	struct rusage ru0, ru1;
 	const char *trace_path = NULL;
 	int nbusy = 0;
+	long depth = 0;
 	pthread_t busy[64];
 
 	for (int i = 1; i < argc; i++) {
@@ -161,11 +176,17 @@ int main(int argc, char **argv)
 			trace_path = argv[++i];
 		else if (strcmp(argv[i], "--busy") == 0 && i + 1 < argc)
 			nbusy = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--depth") == 0 && i + 1 < argc)
+			depth = atol(argv[++i]);
 		else if (argv[i][0] != '-')
 			count = atol(argv[i]);
 	}
 	if (nbusy < 0 || nbusy > 64) {
 		fprintf(stderr, "launch_loop: --busy takes 0 to 64 threads\n");
+		return 2;
+	}
+	if (depth < 0 || depth > 1000) {
+		fprintf(stderr, "launch_loop: --depth takes 0 to 1000 frames\n");
 		return 2;
 	}
 	if (queue < 1) {
@@ -198,9 +219,9 @@ int main(int argc, char **argv)
 	t0 = now();
 	if (seconds > 0) {
 		while (now() - t0 < seconds)
-			done += launch_n(spin_s > 0 || device_s > 0 ? 100 : 1000);
+			done += run_at(depth, spin_s > 0 || device_s > 0 ? 100 : 1000);
 	} else {
-		done = launch_n(count);
+		done = run_at(depth, count);
 	}
 	if (device_s > 0 && !emulate)
 		(void)cudaDeviceSynchronize(); /* the kernels' time is the loop's */

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/* A probe hit's user stack by its own frame-pointer walk, one that takes no page fault.
+ *
+ * bpf_get_stackid(BPF_F_USER_STACK) walks the frame pointers in the kernel and stops
+ * only where a read faults: the chain's end (a 0 from _start or clone) or the first
+ * frame of code built without frame pointers (whatever its rbp holds: 0x6 in Debian's
+ * CPython) is read, and that read takes a kernel page fault on every hit. Measured on
+ * the dev VM, a Python-driven launch: the walk cost about 600 ns of a 1.33 us program,
+ * nearly all of it the fault (docs/BENCHMARKS.md, twelfth session).
+ *
+ * This walk reads a frame only where a frame can be: 8-aligned, above the previous one,
+ * within FPWALK_SPAN of the stack pointer; a chain that leaves that range has ended.
+ * It keeps STACKS_OWN_DEPTH frames in its own map (STACKS_OWN ids, bpf/stacks.h); a
+ * deeper stack goes to the kernel's walk (bpf_get_stackid, no depth limit but its
+ * fault), and so do that thread's next FPWALK_DEEP_HITS hits (a thread deep once is
+ * mostly deep again: the walk would be paid twice). Include after stacks.bpf.h. */
+#ifndef GPUBPF_FPWALK_BPF_H
+#define GPUBPF_FPWALK_BPF_H
+
+#include "stacks.bpf.h"
+
+#ifndef E2BIG
+#define E2BIG 7
+#endif
+
+#define FPWALK_SPAN (8ULL << 20) /* the default thread stack's size */
+#define FPWALK_DEEP_HITS 63
+
+/* Knobs for tests and benchmarks, set before load (userspace/trace/cuda.c): the kernel's
+ * walk for every hit (GPUBPF_FPWALK=0), and fewer key bits, so that stacks collide in
+ * the own-walk map (GPUBPF_FPWALK_KEY_BITS). */
+const volatile bool fpwalk_off = false;
+const volatile __u32 fpwalk_key_mask = STACKS_OWN - 1;
+
+struct fpwalk_stacks {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* a recording's stacks are few: memory for those */
+	__uint(max_entries, STACKS_MAP_ENTRIES);
+	__type(key, __u32);
+	__type(value, struct stacks_own);
+};
+struct fpwalk_stacks own_stacks0 SEC(".maps");
+struct fpwalk_stacks own_stacks1 SEC(".maps");
+
+/* The stack being walked (256 bytes: not on the BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct stacks_own);
+} fpwalk_scratch SEC(".maps");
+
+/* Threads whose stacks were deeper than the walk keeps: how many more hits go straight
+ * to the kernel's walk. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, __u32);
+} fpwalk_deep SEC(".maps");
+
+struct fpwalk_ctx {
+	struct stacks_own *s;
+	__u64 fp, lo, hi, hash;
+	__u32 n;
+};
+
+static long fpwalk_step(__u64 i, void *data)
+{
+	struct fpwalk_ctx *c = data;
+	__u64 fr[2]; /* the saved frame pointer, the return address */
+
+	if (c->fp < c->lo || c->fp >= c->hi || (c->fp & 7))
+		return 1;
+	if (c->n >= STACKS_OWN_DEPTH) {
+		c->n++; /* deeper than kept */
+		return 1;
+	}
+	if (bpf_probe_read_user(fr, sizeof(fr), (void *)c->fp) || !fr[1])
+		return 1;
+	c->s->ips[c->n & (STACKS_OWN_DEPTH - 1)] = fr[1];
+	c->hash = (c->hash ^ fr[1]) * 1099511628211ULL;
+	c->n++;
+	c->lo = c->fp + sizeof(fr);
+	c->fp = fr[0];
+	return 0;
+}
+
+static __always_inline bool fpwalk_same(const struct stacks_own *a, const struct stacks_own *b)
+{
+#pragma unroll
+	for (int i = 0; i < STACKS_OWN_DEPTH; i++)
+		if (a->ips[i] != b->ips[i])
+			return false;
+	return true;
+}
+
+/* The user stack id of this hit (STACKS_OWN: in own_stacks BUF), or a negative error;
+ * counts failures like capture_ustack. */
+static __noinline __s32 capture_ustack_fp(struct pt_regs *ctx, __u32 buf)
+{
+	__u32 zero = 0, tid = (__u32)bpf_get_current_pid_tgid(), key, deep = FPWALK_DEEP_HITS;
+	struct stacks_own *s = bpf_map_lookup_elem(&fpwalk_scratch, &zero), *v;
+	void *map = buf & 1 ? (void *)&own_stacks1 : (void *)&own_stacks0;
+	__u32 *d = bpf_map_lookup_elem(&fpwalk_deep, &tid);
+	struct fpwalk_ctx c = {.hash = 2166136261u};
+	long err;
+
+	if (fpwalk_off || !s)
+		return capture_ustack(ctx, buf);
+	if (d && *d) {
+		*d -= 1;
+		stat_inc(STAT_KERNEL_WALK);
+		return capture_ustack(ctx, buf);
+	}
+#pragma unroll
+	for (int i = 0; i < STACKS_OWN_DEPTH; i++)
+		s->ips[i] = 0;
+	c.s = s;
+	s->ips[0] = PT_REGS_IP(ctx);
+	c.hash = (c.hash ^ s->ips[0]) * 1099511628211ULL;
+	c.n = 1;
+	c.lo = PT_REGS_SP(ctx);
+	c.hi = c.lo + FPWALK_SPAN;
+	c.fp = PT_REGS_FP(ctx);
+	bpf_loop(STACKS_OWN_DEPTH, fpwalk_step, &c, 0);
+	if (c.n > STACKS_OWN_DEPTH) {
+		stat_inc(STAT_KERNEL_WALK);
+		bpf_map_update_elem(&fpwalk_deep, &tid, &deep, BPF_ANY);
+		return capture_ustack(ctx, buf);
+	}
+	key = (__u32)(c.hash ^ (c.hash >> 32)) & fpwalk_key_mask & (STACKS_OWN - 1);
+	v = bpf_map_lookup_elem(map, &key);
+	if (!v) {
+		err = bpf_map_update_elem(map, &key, s, BPF_NOEXIST);
+		if (!err)
+			return (__s32)(key | STACKS_OWN);
+		if (err != -EEXIST) {
+			stat_inc(err == -E2BIG ? STAT_STACK_FULL : STAT_USTACK_LOST);
+			return -1;
+		}
+		v = bpf_map_lookup_elem(map, &key); /* another CPU put it there first */
+	}
+	if (v && fpwalk_same(v, s))
+		return (__s32)(key | STACKS_OWN);
+	/* another stack with the same hash: the kernel's map keeps this one */
+	stat_inc(STAT_KERNEL_WALK);
+	return capture_ustack(ctx, buf);
+}
+
+#endif /* GPUBPF_FPWALK_BPF_H */
