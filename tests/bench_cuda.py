@@ -17,6 +17,8 @@ The --exact row also splits what a launch cost into kernel and user time (launch
 getrusage): the user part, the loop's own code after each hit, is not counted.
 1p. a launch-bound step driven by Python (ctypes), the same split, and default mode's
    launch estimate against the process's own count.
+1w. the CUDA probes' own stack walk (bpf/fpwalk.bpf.h) against the kernel's
+   (GPUBPF_FPWALK=0: a page fault every hit), under --exact: what a launch costs, split.
 Each row prints gpubpf's own estimate of its overhead (the summary's "overhead ~X%",
 medians of the runs) beside the slowdown measured: "estimated X%, measured Y%". gpubpf's
 X is a share of its recording; the slowdown is of the part the job times (its loop: not
@@ -271,6 +273,36 @@ def python_step(out):
           + "; ".join(parts) + f" (medians of {RUNS})", flush=True)
 
 
+def walk_cost(out):
+    """1w. What the CUDA probes' own stack walk (bpf/fpwalk.bpf.h) saves against the
+    kernel's (GPUBPF_FPWALK=0, whose last read takes a page fault every hit): under --exact,
+    alone, the own walk and the kernel's in turn, what a launch costs in kernel and user
+    time (the workloads' own accounting) beside gpubpf's estimate of a hit, at 10 frames at
+    the probe, at 50 (launch_loop --depth 40) and in the Python step."""
+    ll = os.path.join(CW, "launch_loop")
+    lib = os.path.join(CUDA_HOME, "lib64", "libcudart.so")
+    step = os.path.join(os.path.dirname(__file__), "workloads", "python", "launch_step.py")
+    cases = (("launch_loop, 10 frames at the probe", [ll, "--seconds", "3"], 1),
+             ("launch_loop --depth 40, 50 frames", [ll, "--seconds", "3", "--depth", "40"], 1),
+             ("Python step", [sys.executable, step, lib, "3"], 40))
+    modes = (("alone", None), ("own walk", {}), ("kernel's walk", {"GPUBPF_FPWALK": "0"}))
+    for name, wl, per in cases:
+        res = {m: [] for m, _ in modes}
+        for r in range(RUNS):
+            for m, env in modes if r % 2 == 0 else tuple(reversed(modes)):
+                cmd = wl if env is None else [G, "record", "--exact", "--no-device-time", "-o", out, "--", *wl]
+                p = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   env=dict(os.environ, **(env or {})))
+                v = {k: float(x) for k, x in re.findall(r"(\w+)=([0-9.]+)", p.stdout.split(":", 1)[-1])}
+                unit = "launch" if per == 1 else "step"
+                res[m].append((v[f"user_us_per_{unit}"] / per, v[f"sys_us_per_{unit}"] / per, v["launches"],
+                               parse_est(p.stderr)))
+        parts = [f"{m}: " + split_text(res["alone"], res[m]).replace(" (the job's own code after each hit, not "
+                                                                      "counted)", "")
+                 for m, _ in modes[1:]]
+        print(f"1w. {name}, --exact, {'; '.join(parts)} (medians of {RUNS})", flush=True)
+
+
 def device_time(out):
     """Device time in windows: the synthetic producer's launch-bound loop (launches of 5 us,
     0.6 us dearer while "CUPTI" calls back, 3 us while it has activity on, 5 us of work
@@ -385,11 +417,13 @@ def main():
         print("cuda benchmarks: skipped (CUDA is not installed: no CUDA workloads)")
         return
     out = tempfile.mktemp(suffix=".pb.gz")
-    which = sys.argv[1:] or ["launch", "python", "device", "replay", "mixed", "own"]
+    which = sys.argv[1:] or ["launch", "python", "walk", "device", "replay", "mixed", "own"]
     if "launch" in which:
         launch_heavy(out)
     if "python" in which:
         python_step(out)
+    if "walk" in which:
+        walk_cost(out)
     if "device" in which:
         device_time(out)
     if "replay" in which:
