@@ -22,6 +22,7 @@
 #include "targets.bpf.h"
 #include "stacks.h"
 #include "stackid.bpf.h"
+#include "fpwalk.bpf.h"
 #include "python.bpf.h"
 #include "cupti.h"
 
@@ -34,6 +35,9 @@ DEFINE_STACK_MAP(launch_stacks, 16384);
 
 /* ... and the launch stacks whose bucket there another holds (bpf/stackid.bpf.h) */
 DEFINE_STACK_MAP(launch_stacks_ovf, 4096);
+
+/* ... and the launch stacks of the probe's own walk (bpf/fpwalk.bpf.h), most of them */
+DEFINE_OWN_STACKS(launch_own, 16384);
 
 /* Sampled launches waiting for their records. LRU: a launch whose records never come
  * (a failed launch) ages out. */
@@ -164,8 +168,13 @@ int BPF_USDT(dev_launch, __u32 corr, __u32 cbinfo, __u32 win)
 	if (v.window && !(win & DEV_WIN_NESTED))
 		count_run(tgid, tid, v.window);
 	/* The probe sits mid-function in the library's callback, whose frame is set up:
-	 * the frame-pointer walk misses no caller here (unlike at a function entry). */
-	id = stackid_ovf(ctx, &launch_stacks, &launch_stacks_ovf, BPF_F_USER_STACK);
+	 * the frame-pointer walk misses no caller here (unlike at a function entry). The
+	 * own walk where it can (no page fault), else the kernel's. */
+	id = fpwalk(ctx, &launch_own);
+	if (id == FPWALK_KERNEL) {
+		stat_inc(STAT_KERNEL_WALK);
+		id = stackid_ovf(ctx, &launch_stacks, &launch_stacks_ovf, BPF_F_USER_STACK);
+	}
 	if (id < 0)
 		stat_inc(id == -ENOMEM ? STAT_STACK_FULL : STAT_USTACK_LOST);
 	v.ustack = id < 0 ? -1 : (__s32)id;

@@ -10,39 +10,51 @@
  *
  * This walk reads a frame only where a frame can be: 8-aligned, above the previous one,
  * within FPWALK_SPAN of the stack pointer; a chain that leaves that range has ended.
- * It keeps STACKS_OWN_DEPTH frames in its own map (STACKS_OWN ids, bpf/stacks.h); a
- * deeper stack goes to the kernel's walk (bpf_get_stackid, no depth limit but its
- * fault), and so do that thread's next FPWALK_DEEP_HITS hits (a thread deep once is
- * mostly deep again: the walk would be paid twice). Include after stacks.bpf.h. */
+ * It keeps STACKS_OWN_DEPTH frames in a map of the caller's (STACKS_OWN ids,
+ * bpf/stacks.h); a deeper stack goes to the caller's kernel walk (bpf_get_stackid, no
+ * depth limit but its fault), and so do that thread's next FPWALK_DEEP_HITS hits (a thread
+ * deep once is mostly deep again: the walk would be paid twice). */
 #ifndef GPUBPF_FPWALK_BPF_H
 #define GPUBPF_FPWALK_BPF_H
 
-#include "stacks.bpf.h"
-
-#ifndef E2BIG
-#define E2BIG 7
-#endif
+#include "stacks.h"
 
 #define FPWALK_SPAN (8ULL << 20) /* the default thread stack's size */
 #define FPWALK_DEEP_HITS 63
 
-/* Knobs for tests and benchmarks, set before load (userspace/trace/cuda.c): the kernel's
+/* Knobs for tests and benchmarks, set before load (userspace/trace/cuda.c, cupti.c): the kernel's
  * walk for every hit (GPUBPF_FPWALK=0), and fewer key bits, so that stacks collide in
  * the own-walk map (GPUBPF_FPWALK_KEY_BITS). */
 const volatile bool fpwalk_off = false;
 const volatile __u32 fpwalk_key_mask = STACKS_OWN - 1;
 
-struct fpwalk_stacks {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC); /* a recording's stacks are few: memory for those */
-	__uint(max_entries, STACKS_MAP_ENTRIES);
-	__type(key, __u32);
-	__type(value, struct stacks_own);
-};
-struct fpwalk_stacks own_stacks0 SEC(".maps");
-struct fpwalk_stacks own_stacks1 SEC(".maps");
+#ifndef E2BIG
+#define E2BIG 7
+#endif
+#ifndef EEXIST
+#define EEXIST 17
+#endif
+#ifndef EFAULT
+#define EFAULT 14
+#endif
+#ifndef ENOMEM
+#define ENOMEM 12
+#endif
 
-/* The stack being walked (256 bytes: not on the BPF stack). */
+/* fpwalk's answer where the kernel's walk is to take the stack */
+#define FPWALK_KERNEL (-1000)
+
+/* A map of own-walk stacks of ENTRIES entries. */
+#define DEFINE_OWN_STACKS(name, entries)                                                                               \
+	struct {                                                                                                       \
+		__uint(type, BPF_MAP_TYPE_HASH);                                                                       \
+		__uint(map_flags, BPF_F_NO_PREALLOC); /* a recording's stacks are few: memory for those */             \
+		__uint(max_entries, entries);                                                                          \
+		__type(key, __u32);                                                                                    \
+		__type(value, struct stacks_own);                                                                      \
+	} name SEC(".maps")
+
+/* The stack being walked (512 bytes: not on the BPF stack). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -95,23 +107,22 @@ static __always_inline bool fpwalk_same(const struct stacks_own *a, const struct
 	return true;
 }
 
-/* The user stack id of this hit (STACKS_OWN: in own_stacks BUF), or a negative error;
- * counts failures like capture_ustack. */
-static __noinline __s32 capture_ustack_fp(struct pt_regs *ctx, __u32 buf)
+/* The user stack id of this hit in MAP (with STACKS_OWN), -ENOMEM where MAP is full, or
+ * FPWALK_KERNEL: the stack is deeper than the walk keeps, its key holds another stack, or
+ * the walk is off; the caller's kernel walk takes it then. */
+static __noinline __s32 fpwalk(struct pt_regs *ctx, void *map)
 {
 	__u32 zero = 0, tid = (__u32)bpf_get_current_pid_tgid(), key, deep = FPWALK_DEEP_HITS;
 	struct stacks_own *s = bpf_map_lookup_elem(&fpwalk_scratch, &zero), *v;
-	void *map = buf & 1 ? (void *)&own_stacks1 : (void *)&own_stacks0;
 	__u32 *d = bpf_map_lookup_elem(&fpwalk_deep, &tid);
 	struct fpwalk_ctx c = {.hash = 2166136261u};
 	long err;
 
 	if (fpwalk_off || !s)
-		return capture_ustack(ctx, buf);
+		return FPWALK_KERNEL;
 	if (d && *d) {
 		*d -= 1;
-		stat_inc(STAT_KERNEL_WALK);
-		return capture_ustack(ctx, buf);
+		return FPWALK_KERNEL;
 	}
 #pragma unroll
 	for (int i = 0; i < STACKS_OWN_DEPTH; i++)
@@ -125,9 +136,8 @@ static __noinline __s32 capture_ustack_fp(struct pt_regs *ctx, __u32 buf)
 	c.fp = PT_REGS_FP(ctx);
 	bpf_loop(STACKS_OWN_DEPTH, fpwalk_step, &c, 0);
 	if (c.n > STACKS_OWN_DEPTH) {
-		stat_inc(STAT_KERNEL_WALK);
 		bpf_map_update_elem(&fpwalk_deep, &tid, &deep, BPF_ANY);
-		return capture_ustack(ctx, buf);
+		return FPWALK_KERNEL;
 	}
 	key = (__u32)(c.hash ^ (c.hash >> 32)) & fpwalk_key_mask & (STACKS_OWN - 1);
 	v = bpf_map_lookup_elem(map, &key);
@@ -135,17 +145,33 @@ static __noinline __s32 capture_ustack_fp(struct pt_regs *ctx, __u32 buf)
 		err = bpf_map_update_elem(map, &key, s, BPF_NOEXIST);
 		if (!err)
 			return (__s32)(key | STACKS_OWN);
-		if (err != -EEXIST) {
-			stat_inc(err == -E2BIG ? STAT_STACK_FULL : STAT_USTACK_LOST);
-			return -1;
-		}
+		if (err != -EEXIST)
+			return err == -E2BIG ? -ENOMEM : -EFAULT;
 		v = bpf_map_lookup_elem(map, &key); /* another CPU put it there first */
 	}
-	if (v && fpwalk_same(v, s))
-		return (__s32)(key | STACKS_OWN);
 	/* another stack with the same hash: the kernel's map keeps this one */
-	stat_inc(STAT_KERNEL_WALK);
-	return capture_ustack(ctx, buf);
+	return v && fpwalk_same(v, s) ? (__s32)(key | STACKS_OWN) : FPWALK_KERNEL;
 }
+
+#ifdef GPUBPF_STACKS_BPF_H
+/* Objects that include stacks.bpf.h first: the own walk's maps, one a buffer of its
+ * double buffer. */
+DEFINE_OWN_STACKS(own_stacks0, STACKS_MAP_ENTRIES);
+DEFINE_OWN_STACKS(own_stacks1, STACKS_MAP_ENTRIES);
+
+/* A hit's user stack: the own walk's where it can, else the kernel's (and counted). */
+static __always_inline __s32 capture_ustack_fp(struct pt_regs *ctx, __u32 buf)
+{
+	__s32 id = fpwalk(ctx, buf ? (void *)&own_stacks1 : (void *)&own_stacks0);
+
+	if (id == FPWALK_KERNEL) {
+		stat_inc(STAT_KERNEL_WALK);
+		return capture_ustack(ctx, buf);
+	}
+	if (id < 0)
+		stat_inc(id == -ENOMEM ? STAT_STACK_FULL : STAT_USTACK_LOST);
+	return id < 0 ? -1 : id;
+}
+#endif
 
 #endif /* GPUBPF_FPWALK_BPF_H */

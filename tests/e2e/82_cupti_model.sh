@@ -119,13 +119,16 @@ verdict("interval-useful", half <= limit, f"+-{half:.0f}% from {windows} windows
 # follows: some measurement saw less than the new cost (the one at attach, before the
 # change, or one across it: under load the first one ends late), and the one taken is the
 # new one (of two measurements the later; of three the median, after gpubpf asked for the
-# third sooner, the last two apart).
+# third sooner, the last two apart). Held against the model's step (2.5 us), not against
+# what c was: the launch probe's own cost moves c (its stack walk took a page fault every
+# hit until the twelfth session: c was 4.75 and 7.25 us then, 4.5 and 6.6-7 since).
 if sys.argv[3] == "cost_changes":
+    step = 2.5  # CUPTI_MODEL_DIRTY_LATER=1:4000 against the model's 1500 ns
     again = re.search(r"measured in the job (\d+) times \(.*?c ([0-9.]+)-([0-9.]+) us over them all\)", raw)
-    took = re.search(r"a launch costs ([0-9.]+) us more with it", raw)
-    verdict("cost-measured-again", bool(again) and int(again[1]) >= 3 and float(again[2]) <= 6 and float(again[3]) >= 6.5,
+    took = re.search(r"CUPTI's activity and the launch probe ([0-9.]+) us", raw)
+    verdict("cost-measured-again", bool(again) and int(again[1]) >= 3 and float(again[3]) - float(again[2]) >= step / 2,
             f"{again[1]} times, c {again[2]}-{again[3]} us" if again else "not measured again")
-    verdict("cost-follows-the-job", bool(took) and float(took[1]) >= 6.5,
+    verdict("cost-follows-the-job", bool(took and again) and float(took[1]) >= float(again[2]) + step / 2,
             f"{took[1]} us taken, c {again[2]}-{again[3]} us" if again and took else "no cost")
 if sys.argv[3] == "device_bound":
     verdict("device-bound-within-8pct", abs(k / t - 1) <= 0.08 if t else False, f"{100 * (k / t - 1):+.1f}%")

@@ -23,7 +23,6 @@
 #include "cuda_int.h"
 #include "demangle.h"
 #include "elfsym.h"
-#include "envnum.h"
 #include "hmap.h"
 #include "links.h"
 #include "log.h"
@@ -157,8 +156,7 @@ static int load_flavour(struct cuda_tracer *c, int targets_fd, int comms_fd, boo
 		return -errno;
 	SESSION_SET_RODATA(c->skel->rodata, s);
 	stacks__test_size(c->skel->maps.stacks0, c->skel->maps.stacks1);
-	c->skel->rodata->fpwalk_off = envnum__get("GPUBPF_FPWALK", 0, 1, 1) == 0;
-	c->skel->rodata->fpwalk_key_mask = (1u << (int)envnum__get("GPUBPF_FPWALK_KEY_BITS", 0, 29, 29)) - 1;
+	stacks__fpwalk_knobs(&c->skel->rodata->fpwalk_off, &c->skel->rodata->fpwalk_key_mask);
 	c->multi = multi;
 	if (c->trace) {
 		c->skel->rodata->trace_calls = true;

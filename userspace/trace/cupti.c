@@ -203,6 +203,7 @@ static int load_bpf(struct cupti_tracer *c)
 		goto fail;
 	}
 	SESSION_SET_RODATA(c->skel->rodata, s);
+	stacks__fpwalk_knobs(&c->skel->rodata->fpwalk_off, &c->skel->rodata->fpwalk_key_mask);
 	if (c->dt) {
 		/* 16 MiB: ~190k records between two drains (a second) */
 		c->skel->rodata->trace_records = true;

@@ -168,7 +168,8 @@ static int add_dev_sample(struct cupti_tracer *c, const struct dev_key *k, const
 	}
 
 	n = stacks__read(&(struct stack_maps){bpf_map__fd(c->skel->maps.launch_stacks),
-					      bpf_map__fd(c->skel->maps.launch_stacks_ovf), -1},
+					      bpf_map__fd(c->skel->maps.launch_stacks_ovf),
+					      bpf_map__fd(c->skel->maps.launch_own)},
 			 k->ustack, ips, &trunc);
 	s->truncated_stacks += (uint64_t)trunc;
 	if (n > 0) {

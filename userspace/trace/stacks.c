@@ -8,6 +8,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "envnum.h"
 #include "hmap.h"
 #include "stacks.h"
 
@@ -193,4 +194,10 @@ unsigned stacks__flip(volatile uint32_t *active)
 	*active = !old;
 	nanosleep(&ts, NULL);
 	return old;
+}
+
+void stacks__fpwalk_knobs(bool *off, uint32_t *mask)
+{
+	*off = envnum__get("GPUBPF_FPWALK", 0, 1, 1) == 0;
+	*mask = (1u << (int)envnum__get("GPUBPF_FPWALK_KEY_BITS", 0, 29, 29)) - 1;
 }

@@ -3,6 +3,7 @@
 #ifndef GPUBPF_STACKS_USER_H
 #define GPUBPF_STACKS_USER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../../bpf/stacks.h"
@@ -17,6 +18,11 @@ struct stack_maps {
  * the overflow map, one with STACKS_OWN in the own-walk map. Returns the depth (0 for an id < 0 or a missing entry).
  * *truncated is set when the stack filled STACKS_MAX_DEPTH. */
 int stacks__read(const struct stack_maps *m, int32_t id, uint64_t ips[STACKS_MAX_DEPTH], int *truncated);
+
+/* The own walk's knobs from the environment (bpf/fpwalk.bpf.h): *OFF where GPUBPF_FPWALK=0
+ * (the kernel's walk for every hit), *MASK the key bits GPUBPF_FPWALK_KEY_BITS leaves (all
+ * 29 by default; fewer make stacks collide, for tests). */
+void stacks__fpwalk_knobs(bool *off, uint32_t *mask);
 
 /* Make the other buffer active (ACTIVE is a BPF object's mmapped buf_active), wait for
  * programs that already picked the old one to finish, and return the old one: it can be
