@@ -5,8 +5,9 @@
  * only where a read faults: the chain's end (a 0 from _start or clone) or the first
  * frame of code built without frame pointers (whatever its rbp holds: 0x6 in Debian's
  * CPython) is read, and that read takes a kernel page fault on every hit. Measured on
- * the dev VM, a Python-driven launch: the walk cost about 600 ns of a 1.33 us program,
- * nearly all of it the fault (docs/BENCHMARKS.md, twelfth session).
+ * the dev VM, a Python-driven launch: the kernel's walk cost about 600 ns of a 1.33 us
+ * program, this one 100-150 ns; the fault is the difference (docs/BENCHMARKS.md, twelfth
+ * session).
  *
  * This walk reads a frame only where a frame can be: 8-aligned, above the previous one,
  * within FPWALK_SPAN of the stack pointer; a chain that leaves that range has ended.
