@@ -110,7 +110,7 @@ def launch_rate(cmd):
     return v, e
 
 
-def split_text(a, u):
+def split_text(a, u, note=True):
     """What a launch cost under gpubpf in kernel and in user time against alone (A and U: a
     run's (user us, kernel us a launch, the launches, gpubpf's estimate) each; medians),
     beside gpubpf's estimate of a hit (its share of its recording over the launches): the
@@ -121,8 +121,28 @@ def split_text(a, u):
     dk = statistics.median(x[1] for x in u) - statistics.median(x[1] for x in a)
     g = [x[3][0] / 100 * x[3][4] * 1e6 / x[2] for x in u if x[3] and x[3][4] and x[2]]
     est = f"; gpubpf estimated {statistics.median(g):.2f} us a hit" if g else ""
-    return (f"a launch cost {du + dk:.2f} us more: {dk:.2f} us of kernel time, {du:.2f} us of user time (the "
-            f"job's own code after each hit, not counted){est}")
+    why = " (the job's own code after each hit, not counted)" if note else ""
+    return f"a launch cost {du + dk:.2f} us more: {dk:.2f} us of kernel time, {du:.2f} us of user time{why}{est}"
+
+
+def alternating(modes, run):
+    """RUNS rounds of MODES ((name, arg) pairs), in turn, every other round backwards: RUN(arg)
+    for each; the results by mode name."""
+    res = {m: [] for m, _ in modes}
+    for r in range(RUNS):
+        for m, arg in modes if r % 2 == 0 else tuple(reversed(modes)):
+            res[m].append(run(arg))
+    return res
+
+
+def run_kv(cmd, env=None):
+    """Run CMD: the numbers of its summary line's k=v pairs (after its "name:"), and gpubpf's
+    estimate as "est"."""
+    p = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       env=dict(os.environ, **env) if env else None)
+    v = {k: float(x) for k, x in re.findall(r"(\w+)=([0-9.]+)", p.stdout.rsplit(": ", 1)[-1])}
+    v["est"] = parse_est(p.stderr)
+    return v
 
 
 def est_text(ests):
@@ -234,21 +254,19 @@ def python_step(out):
     if not os.path.exists(lib):
         return
     modes = (("alone", None), ("default", ["--no-device-time"]), ("--exact", ["--exact", "--no-device-time"]))
-    res = {m: [] for m, _ in modes}
-    for r in range(RUNS):
-        for m, args in modes if r % 2 == 0 else tuple(reversed(modes)):
-            cmd = wl if args is None else [G, "record", *args, "-o", out, "--", *wl]
-            p = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            v = {k: float(x) for k, x in re.findall(r"(\w+)=([0-9.]+)", p.stdout.split("launch_step:")[-1])}
-            v["est"] = parse_est(p.stderr)
-            if m == "default":
-                rep = subprocess.run([G, "report", out], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True).stdout
-                e = re.search(r"cuda estimate: launches: ([0-9,]+) calls, 95% CI ([0-9,]+)-([0-9,]+|unbounded)", rep)
-                if e:
-                    num = lambda x: float("inf") if x == "unbounded" else float(x.replace(",", ""))
-                    v["count"], v["lo"], v["hi"] = num(e.group(1)), num(e.group(2)), num(e.group(3))
-            res[m].append(v)
+
+    def one(args):
+        v = run_kv(wl if args is None else [G, "record", *args, "-o", out, "--", *wl])
+        if args == ["--no-device-time"]:
+            rep = subprocess.run([G, "report", out], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True).stdout
+            e = re.search(r"cuda estimate: launches: ([0-9,]+) calls, 95% CI ([0-9,]+)-([0-9,]+|unbounded)", rep)
+            if e:
+                num = lambda x: float("inf") if x == "unbounded" else float(x.replace(",", ""))
+                v["count"], v["lo"], v["hi"] = num(e.group(1)), num(e.group(2)), num(e.group(3))
+        return v
+
+    res = alternating(modes, one)
     med = lambda m, k: statistics.median(x[k] for x in res[m])
     a = med("alone", "steps_per_cpu_sec")
     print("   runs (steps per CPU s): " + "; ".join(
@@ -290,19 +308,14 @@ def walk_cost(out):
         if per > 1 and not os.path.exists(lib):
             print(f"1w. {name}: skipped ({lib} is missing)")
             continue
-        res = {m: [] for m, _ in modes}
-        for r in range(RUNS):
-            for m, env in modes if r % 2 == 0 else tuple(reversed(modes)):
-                cmd = wl if env is None else [G, "record", "--exact", "--no-device-time", "-o", out, "--", *wl]
-                p = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                   env=dict(os.environ, **(env or {})))
-                v = {k: float(x) for k, x in re.findall(r"(\w+)=([0-9.]+)", p.stdout.split(":", 1)[-1])}
-                unit = "launch" if per == 1 else "step"
-                res[m].append((v[f"user_us_per_{unit}"] / per, v[f"sys_us_per_{unit}"] / per, v["launches"],
-                               parse_est(p.stderr)))
-        parts = [f"{m}: " + split_text(res["alone"], res[m]).replace(" (the job's own code after each hit, not "
-                                                                      "counted)", "")
-                 for m, _ in modes[1:]]
+        unit = "launch" if per == 1 else "step"
+
+        def one(env):
+            v = run_kv(wl if env is None else [G, "record", "--exact", "--no-device-time", "-o", out, "--", *wl], env)
+            return v[f"user_us_per_{unit}"] / per, v[f"sys_us_per_{unit}"] / per, v["launches"], v["est"]
+
+        res = alternating(modes, one)
+        parts = [f"{m}: " + split_text(res["alone"], res[m], note=False) for m, _ in modes[1:]]
         print(f"1w. {name}, --exact, {'; '.join(parts)} (medians of {RUNS})", flush=True)
 
 

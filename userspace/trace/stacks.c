@@ -25,24 +25,17 @@ int stacks__read(const struct stack_maps *m, int32_t id, uint64_t ips[STACKS_MAX
 {
 	uint32_t key;
 	int fd = map_of(m, id, &key), n = 0;
-	struct stacks_own own;
+	/* an own-walk stack is at most STACKS_OWN_DEPTH frames, and whole: deeper ones went
+	 * to the kernel's walk */
+	int depth = id & STACKS_OWN ? STACKS_OWN_DEPTH : STACKS_MAX_DEPTH;
 
+	_Static_assert(sizeof(struct stacks_own) <= STACKS_MAX_DEPTH * sizeof(uint64_t), "an own stack fits IPS");
 	*truncated = 0;
-	if (id < 0 || fd < 0)
+	if (id < 0 || fd < 0 || bpf_map_lookup_elem(fd, &key, ips))
 		return 0;
-	if (id & STACKS_OWN) {
-		/* deeper stacks went to the kernel's walk: this one is whole */
-		if (bpf_map_lookup_elem(fd, &key, &own))
-			return 0;
-		memset(ips, 0, STACKS_MAX_DEPTH * sizeof(ips[0]));
-		memcpy(ips, own.ips, sizeof(own.ips));
-		while (n < STACKS_OWN_DEPTH && ips[n])
-			n++;
-		return n;
-	}
-	if (bpf_map_lookup_elem(fd, &key, ips))
-		return 0;
-	while (n < STACKS_MAX_DEPTH && ips[n])
+	if (depth < STACKS_MAX_DEPTH) /* as the kernel's map, zero past what it holds */
+		memset(ips + depth, 0, (size_t)(STACKS_MAX_DEPTH - depth) * sizeof(ips[0]));
+	while (n < depth && ips[n])
 		n++;
 	*truncated = n == STACKS_MAX_DEPTH;
 	return n;
