@@ -131,11 +131,13 @@ TEST(device_bound_start_not_charged_to_cupti)
  * costs a launch more than CUPTI's activity does (1.5 us): in the first "off" phase they
  * are in for 28 calls of every 32, after it for 4. Timed regardless, the phases would say
  * activity costs 0.3 us; compared in one state (in, or out), 1.5 us. A call that a switch falls
- * inside (it takes 50 us here) is kept in neither. */
+ * inside (it takes 50 us here) is kept in neither. A call preempted on a loaded host may be as
+ * slow and is kept (the trimmed mean leaves it out): the test times each call itself, and
+ * holds the kept slow calls to those that met no switch. */
 TEST(launch_probes_state_matched)
 {
 	uint32_t n = 0;
-	int want = 0, guard = 0, slow = 0;
+	int want = 0, guard = 0, slow = 0, switched = 0, preempted = 0;
 
 	reset(100);
 	st.probe_gen = &cfg.probe_gen;
@@ -145,30 +147,38 @@ TEST(launch_probes_state_matched)
 		for (int i = 0; i < 20; i++, n++) {
 			bool in = st.timing.phase == 0 ? n % 32 >= 4 : n % 32 < 4;
 			uint32_t gen = (cfg.probe_gen & ~3u) + (in ? DEV_PROBE_GEN_IN : DEV_PROBE_GEN_OUT);
+			bool sw = gen != cfg.probe_gen;
+			uint64_t t0 = now_ns();
 
 			inj_api_enter(&st, 0, INJ_API_LAUNCH, 2, 307, corr++, "cuLaunchKernel");
-			if (gen != cfg.probe_gen) {
+			if (sw) {
 				/* a switch (the next count) inside this call */
 				cfg.probe_gen = gen + 4;
 				spin_ns(50000);
 			}
 			spin_ns(2000 + (in ? 3000 : 0) + ((want & INJ_ACT) ? 1500 : 0));
 			inj_api_exit(&st);
+			switched += sw;
+			preempted += !sw && now_ns() - t0 > 40000;
 		}
 		want = step_now();
 	}
-	printf("# probes switching: on %llu ns, off %llu ns, state %u\n", (unsigned long long)cfg.cost.on_ns,
-	       (unsigned long long)cfg.cost.off_ns, cfg.cost.probes);
+	printf(
+	    "# probes switching: on %llu ns, off %llu ns, state %u; %d calls met a switch, %d others took over 40 us\n",
+	    (unsigned long long)cfg.cost.on_ns, (unsigned long long)cfg.cost.off_ns, cfg.cost.probes, switched,
+	    preempted);
 	CHECK_INT(cfg.cost.state, DEV_COST_DONE);
 	CHECK(cfg.cost.probes != DEV_PROBES_MIXED);
 	CHECK(cfg.cost.on_ns > cfg.cost.off_ns + 1000 && cfg.cost.on_ns < cfg.cost.off_ns + 2200);
-	/* a switch falls in one call of 16: hundreds; a preempted call may be as slow */
+	/* a switch falls in one call of 16: hundreds, none kept; the slow calls kept are at most
+	 * the preempted ones (a kept call is timed inside the test's own timing) */
+	CHECK(switched >= 100);
 	for (int h = 0; h < 2; h++)
 		for (int p = 0; p < INJ_PROBE_STATES; p++)
 			for (uint32_t i = 0; i < st.timing.n[h][p] && i < INJ_TIMED_MAX; i++)
 				slow += st.timing.ns[h][p][i] > 40000;
-	if (slow > 3)
-		T_FAIL("%d calls a switch fell in were kept", slow);
+	if (slow > preempted)
+		T_FAIL("%d slow calls kept, %d preempted: a call a switch fell in was kept", slow, preempted);
 	st.probe_gen = NULL;
 }
 
