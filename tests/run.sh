@@ -13,6 +13,7 @@ log=$BUILD/test-logs
 mkdir -p "$log"
 pass=0 fail=0 skip=0
 failed_names=()
+failed_checks=()
 
 run_one() { # name, command...
 	local name=$1
@@ -36,6 +37,9 @@ run_one() { # name, command...
 	printf '%-40s %3d passed %3d failed %3d skipped  (%ds)\n' "$name" "$p" "$f" "$s" $((SECONDS - start))
 	if [ "$f" -gt 0 ]; then
 		failed_names+=("$name")
+		# the first failed checks again at the end, where a CI log cut in the middle still
+		# shows them
+		failed_checks+=("$(grep -E '^FAIL ' "$out" | head -n 3 | cut -c1-300)")
 		echo "  ---- last lines of $out ----"
 		tail -n 15 "$out" | sed 's/^/  | /'
 	fi
@@ -71,6 +75,7 @@ fi
 
 echo
 if [ ${#failed_names[@]} -gt 0 ]; then
+	printf '%s\n' "${failed_checks[@]}" | sed 's/^/  /'
 	echo "failed: ${failed_names[*]} (logs in $log/)"
 fi
 echo "$pass passed, $fail failed, $skip skipped"
