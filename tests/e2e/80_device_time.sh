@@ -170,24 +170,29 @@ for l in open(f'/proc/{pid}/maps'):
         m = open(f'/proc/{pid}/mem', 'rb'); m.seek(int(f[0].split('-')[0], 16) + off); print(m.read(5).hex()); break
 " "$1" "$loc"
 	}
-	"$PROD" loop 6 >"$TMP/nop5.out" 2>&1 &
+	# the job outlives the session (killed once read): its bytes are read before, during
+	# the session (until the call is seen or the session ends) and after it
+	"$PROD" loop 30 >"$TMP/nop5.out" 2>&1 &
 	NOP5_PID=$!
 	KILL_PIDS+=("$NOP5_PID")
 	sleep 0.3
 	before=$(probe_bytes "$NOP5_PID")
-	GPUBPF_INJECT_MAX_RATE=0 "$GPUBPF" record --exact -d 3 -p "$NOP5_PID" -o "$TMP/nop5.pb.gz" >"$TMP/nop5.log" 2>&1 &
+	GPUBPF_INJECT_MAX_RATE=0 "$GPUBPF" record --exact -d 2 -p "$NOP5_PID" -o "$TMP/nop5.pb.gz" >"$TMP/nop5.log" 2>&1 &
 	REC_PID=$!
-	during=
-	for _ in $(seq 25); do
+	during= trampoline=0
+	while kill -0 "$REC_PID" 2>/dev/null; do
 		sleep 0.1
 		during=$(probe_bytes "$NOP5_PID")
-		[[ $during == e8* ]] && break
+		if [[ $during == e8* ]]; then
+			trampoline=$(grep -c '\[uprobes-trampoline\]' "/proc/$NOP5_PID/maps")
+			break
+		fi
 	done
-	trampoline=$(grep -c '\[uprobes-trampoline\]' "/proc/$NOP5_PID/maps")
 	wait "$REC_PID"
 	rc=$?
 	after=$(probe_bytes "$NOP5_PID")
-	wait "$NOP5_PID"
+	kill "$NOP5_PID" 2>/dev/null
+	wait "$NOP5_PID" 2>/dev/null
 	if [ "$before" = 0f1f440000 ] && [[ $during == e8* ]] && [ "$trampoline" -ge 1 ] && [ "$after" = 0f1f440000 ] && [ $rc = 0 ]; then
 		pass "launch-probe-optimized-while-attached"
 	else
