@@ -101,7 +101,7 @@ summ = re.search(r"device time: ~([0-9,]+) kernels [0-9.e+]+ ms \(estimates, 95%
 verdict("summary-says-the-estimate", bool(summ) and num(summ[1]) == k and int(summ[3]) == windows,
         f"summary {summ[0] if summ else 'without an estimate'}, estimate {k:.0f} in {windows} windows")
 half = 100 * (hi - lo) / 2 / k if k else 1e9
-# cost_changes: c is 7.25 us of a 12.2 us launch after its change, and the correction of a
+# cost_changes: c is about 6 us of an 11 us launch after its change, and the correction of a
 # window's launches (t / (t - c), c within 0.9-1.3 of its measure) is the wider for it
 # (+-54-61% in 5 runs)
 # An interval narrows as the square root of the windows it has: 20 or more are held to the
@@ -115,7 +115,7 @@ verdict("interval-useful", half <= limit, f"+-{half:.0f}% from {windows} windows
 # records drained followed nothing (the library's backend left between states): -5% to
 # -11% then.
 # The job's launches change: 1 s in, activity costs them 4 us, not 1.5 us (6 s of them),
-# c 4.75 us before and 7.25 us after on the model. Measured again every second, the cost
+# c 2.5 us more after than before on the model. Measured again every second, the cost
 # follows: some measurement saw less than the new cost (the one at attach, before the
 # change, or one across it: under load the first one ends late), and the one taken is the
 # new one (of two measurements the later; of three the median, after gpubpf asked for the
