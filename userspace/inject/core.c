@@ -78,40 +78,52 @@ static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Attach, detach and flush: the watcher's, InitializeInjection's and the exit handler's. */
 static pthread_mutex_t backend_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Set in a child of fork() (pthread_atfork). Its copy of this library has no watcher
+ * thread and a copy of the parent's CUPTI state, and its probe sites may be calls into a
+ * uprobe trampoline that Linux 6.18 does not map into the child: a child that reached one
+ * died of SIGSEGV (e2e 80). So a forked child fires no probe and detaches nothing. */
+static volatile bool forked_child;
+
+static void on_fork_child(void)
+{
+	forked_child = true;
+}
+
 /* The probes. Arguments are plain integers and pointers: BPF reads them from registers
  * (libbpf's USDT argument specs), and reads what pointers point to with bounded reads. */
 static void fire_launch(uint32_t corr, uint32_t cbinfo, uint32_t win)
 {
-	DTRACE_PROBE3(gpubpf, launch, corr, cbinfo, win);
+	if (!forked_child)
+		DTRACE_PROBE3(gpubpf, launch, corr, cbinfo, win);
 }
 
 static void fire_batch(const struct dev_batch *b)
 {
-	if (gpubpf_records_semaphore)
+	if (gpubpf_records_semaphore && !forked_child)
 		DTRACE_PROBE1(gpubpf, records, b);
 }
 
 static void fire_name(uint32_t id, const char *name)
 {
-	if (gpubpf_name_semaphore)
+	if (gpubpf_name_semaphore && !forked_child)
 		DTRACE_PROBE2(gpubpf, name, id, name);
 }
 
 static void fire_kname(uint64_t handle, const char *name)
 {
-	if (gpubpf_kname_semaphore)
+	if (gpubpf_kname_semaphore && !forked_child)
 		DTRACE_PROBE2(gpubpf, kname, handle, name);
 }
 
 static void fire_windows(uint32_t id, uint32_t k)
 {
-	if (gpubpf_windows_semaphore)
+	if (gpubpf_windows_semaphore && !forked_child)
 		DTRACE_PROBE2(gpubpf, windows, id, k);
 }
 
 static void fire_status(void)
 {
-	if (gpubpf_status_semaphore)
+	if (gpubpf_status_semaphore && !forked_child)
 		DTRACE_PROBE3(gpubpf, status, state, status_text, &gpubpf_inject_config);
 }
 
@@ -326,6 +338,8 @@ static void *watcher(void *arg)
  * its records in CUPTI's buffers) is flushed and delivered while gpubpf listens. */
 static void at_exit(void)
 {
+	if (forked_child)
+		return;
 	pthread_mutex_lock(&backend_lock);
 	exiting = true;
 	if (attached()) {
@@ -362,6 +376,7 @@ static int start(void)
 		pthread_mutex_unlock(&backend_lock);
 	}
 	atexit(at_exit);
+	pthread_atfork(NULL, NULL, on_fork_child);
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&a, 256 * 1024);
