@@ -163,9 +163,13 @@ print(sum(1 for l in open(sys.argv[3]) if (lambda r: r['time_nanos'] >= d - 10**
 	fail "A-spooled-while-down-delivered" "$n_down profiles of the outage arrived after it"
 grep -q "cannot deliver profiles to http://127.0.0.1:$PORT" "$TMP/a.log" && grep -q "accepts profiles again" "$TMP/a.log" &&
 	pass "A-outage-logged-once" || fail "A-outage-logged-once" "$(cat "$TMP/a.log")"
-# quiet: the start line, the outage and its end, the stop line
-n_lines=$(wc -l <"$TMP/a.log")
-[ "$n_lines" -le 4 ] && grep -q "^gpubpf: agent .*profiling every CUDA process" "$TMP/a.log" &&
+# quiet: the start line, the outage and its end, the stop line; and at most once the
+# warning that the plan's floors are well over the budget (1.25 times: the agent's plan at
+# 1% is 1.09% where a CPU sample costs ~9 us, 1.34% in a clean-clone run whose samples
+# measured 18.5 us on a loaded host)
+n_lines=$(grep -vc "^gpubpf: warning: the overhead budget of 1% is below what gpubpf needs at the least" "$TMP/a.log")
+[ "$n_lines" -le 4 ] && [ "$(grep -c 'is below what gpubpf needs' "$TMP/a.log")" -le 1 ] &&
+	grep -q "^gpubpf: agent .*profiling every CUDA process" "$TMP/a.log" &&
 	pass "A-quiet-log" || fail "A-quiet-log" "$n_lines lines: $(head -c 1500 "$TMP/a.log")"
 [ "${scraped:-0}" -ge 1 ] && pass "A-metrics" || fail "A-metrics" "profiles_sent_total='$scraped'"
 # svc-a's intervals stayed contiguous across it (A-every-interval-and-labels-svc-a)
