@@ -161,14 +161,7 @@ redzone=$(objdump -d "$BUILD/inject/core.o" | grep -cE -- '-0x[0-9a-f]+\(%rsp\)'
 expect "probes-file-no-red-zone" "$redzone" 0 "$(objdump -d "$BUILD/inject/core.o" | grep -m3 -E -- '-0x[0-9a-f]+\(%rsp\)')"
 if [ "$(uname -m)" = x86_64 ] && grep -qw arch_uprobe_optimize /proc/kallsyms; then
 	probe_bytes() { # pid: the 5 bytes at the launch probe in the process's memory
-		python3 -c "
-import sys
-pid, off = int(sys.argv[1]), int(sys.argv[2], 16)
-for l in open(f'/proc/{pid}/maps'):
-    f = l.split()
-    if len(f) >= 6 and f[5].endswith('/libgpubpf_inject.so') and f[2] == '00000000':
-        m = open(f'/proc/{pid}/mem', 'rb'); m.seek(int(f[0].split('-')[0], 16) + off); print(m.read(5).hex()); break
-" "$1" "$loc"
+		python3 tests/workloads/python/fork_child.py --probe-bytes "$1" "$loc"
 	}
 	# the job outlives the session (killed once read): its bytes are read before, during
 	# the session (until the call is seen or the session ends) and after it

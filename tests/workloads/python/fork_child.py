@@ -4,25 +4,30 @@ runs in it), the parent launches on after it. Under a session the parent's probe
 have fired, and Linux 6.18 has turned the 5-byte nops under them into calls to a uprobe
 trampoline that the child does not have.
 
-usage: fork_child.py LIBPRODUCER PROBE_OFFSET_HEX"""
+usage: fork_child.py LIBPRODUCER PROBE_OFFSET_HEX
+       fork_child.py --probe-bytes PID PROBE_OFFSET_HEX   (the 5 bytes at the probe in PID)"""
 import ctypes
 import os
 import sys
 import time
 
-lib = ctypes.CDLL(sys.argv[1])
-OFF = int(sys.argv[2], 16)
 
-
-def probe_bytes():
-    """The 5 bytes at the launch probe, in this process's memory."""
-    for line in open("/proc/self/maps"):
+def probe_bytes(pid="self", off=None):
+    """The 5 bytes at the launch probe (OFF into libgpubpf_inject.so) in PID's memory."""
+    for line in open(f"/proc/{pid}/maps"):
         f = line.split()
         if len(f) >= 6 and f[5].endswith("/libgpubpf_inject.so") and f[2] == "00000000":
-            with open("/proc/self/mem", "rb") as m:
-                m.seek(int(f[0].split("-")[0], 16) + OFF)
+            with open(f"/proc/{pid}/mem", "rb") as m:
+                m.seek(int(f[0].split("-")[0], 16) + (OFF if off is None else off))
                 return m.read(5).hex()
     return "none"
+
+
+if sys.argv[1] == "--probe-bytes":
+    print(probe_bytes(int(sys.argv[2]), int(sys.argv[3], 16)))
+    sys.exit(0)
+lib = ctypes.CDLL(sys.argv[1])
+OFF = int(sys.argv[2], 16)
 
 
 def launches(n):
