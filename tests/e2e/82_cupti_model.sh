@@ -180,3 +180,20 @@ if record_gpu few_windows -- "$PROD" model 3 1000 "$MODEL"; then
 		fail "few_windows:summary-says-too-few" "$(grep wrote "$TMP/few_windows.log")"
 	fi
 fi
+
+# A job whose records come at its exit, after it loaded an object (CUPTI's teardown at exit
+# on an H100): gpubpf drains them once the process is gone. Its device time must still be
+# under the launch's call site, without the library's, the model's (CUPTI's) or the
+# driver's frames: at 68a5e77 gpubpf read the process's mappings to trim them at that
+# drain, found none, and left every kernel under fire_launch and CUPTI's dispatch (the
+# H100's launch_loop and PyTorch step profiles).
+if PRODUCER_EXIT_DLOPEN=$WL/inject/libproducer.so record_gpu exit_stacks --exact -- "$PROD" model 0.3 1000 "$MODEL"; then
+	"$GPUBPF" convert "$TMP/exit_stacks.pb.gz" -o "$TMP/exit_stacks.folded" --format folded \
+		--sample-type gpu_kernel_time 2>>"$TMP/exit_stacks.log"
+	if [ -s "$TMP/exit_stacks.folded" ] && ! grep -v ';site_model_launch;cudaLaunchKernel_v7000;model_kernel() [0-9]*$' \
+		"$TMP/exit_stacks.folded" | grep -q .; then
+		pass "exit_stacks:device-time-under-the-call-site"
+	else
+		fail "exit_stacks:device-time-under-the-call-site" "$(cut -c1-300 "$TMP/exit_stacks.folded" | head -3 | tr '\n' ';')"
+	fi
+fi

@@ -381,18 +381,9 @@ static void scan_object(void *ctx, int pid, int fd, const char *shown)
 		}
 	}
 	hmap__put(&c->tab, (uint64_t)pid, 0, HK_LIB, 1);
+	cpt_ranges_refresh(c, (uint32_t)pid);
 	c->objects++;
 	pr_debug("pid %d: device timing through %s", pid, shown);
-}
-
-static void forget_ranges(struct cupti_tracer *c, int pid)
-{
-	uint64_t v;
-
-	if (hmap__get(&c->tab, (uint64_t)pid, 0, HK_RANGES, &v)) {
-		free((void *)(uintptr_t)v);
-		hmap__put(&c->tab, (uint64_t)pid, 0, HK_RANGES, 0);
-	}
 }
 
 static void scan_pid(struct cupti_tracer *c, int pid)
@@ -403,10 +394,15 @@ static void scan_pid(struct cupti_tracer *c, int pid)
 static void on_change(void *ctx, int pid)
 {
 	struct cupti_tracer *c = ctx;
+	uint64_t v;
 
 	scan_pid(c, pid);
-	/* New objects are mapped: the trimming ranges are read again at the next drain. */
-	forget_ranges(c, pid);
+	/* New objects are mapped (CUPTI, at attach): the trimming ranges are read again now,
+	 * while the process lives. Read at the drain instead, a job that had exited or died
+	 * by then kept its device time under the library's and CUPTI's frames (an H100:
+	 * every launch_loop that ended before gpubpf's last drain). */
+	if (hmap__get(&c->tab, (uint64_t)pid, 0, HK_LIB, &v))
+		cpt_ranges_refresh(c, (uint32_t)pid);
 }
 
 int cupti__scan(struct cupti_tracer *c)

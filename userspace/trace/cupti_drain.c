@@ -37,16 +37,14 @@
 
 /* ---- draining -------------------------------------------------------------------------- */
 
-/* The executable mappings of the objects between the user's call and the probe. */
-static const struct ranges *ranges_of(struct cupti_tracer *c, uint32_t tgid)
+/* The executable mappings of the objects between the user's call and the probe, read
+ * now: NULL where the process is gone. */
+static struct ranges *read_ranges(uint32_t tgid)
 {
 	struct ranges *rg;
 	char path[64], line[4096];
-	uint64_t v;
 	FILE *f;
 
-	if (hmap__get(&c->tab, tgid, 0, HK_RANGES, &v) && v)
-		return (const struct ranges *)(uintptr_t)v;
 	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
 	f = fopen(path, "re");
 	if (!f)
@@ -73,11 +71,45 @@ static const struct ranges *ranges_of(struct cupti_tracer *c, uint32_t tgid)
 			rg->r[rg->n++] = (struct cupti_range){e.start, e.end};
 	}
 	fclose(f);
-	if (hmap__put(&c->tab, tgid, 0, HK_RANGES, (uint64_t)(uintptr_t)rg)) {
+	/* a process on its way out has no mappings left: none of them is an answer */
+	if (!rg->n) {
 		free(rg);
 		return NULL;
 	}
 	return rg;
+}
+
+/* Kept in the table (the old ones freed); false, and RG freed, where it cannot be. */
+static bool keep_ranges(struct cupti_tracer *c, uint32_t tgid, struct ranges *rg)
+{
+	uint64_t old = 0;
+
+	hmap__get(&c->tab, tgid, 0, HK_RANGES, &old);
+	if (hmap__put(&c->tab, tgid, 0, HK_RANGES, (uint64_t)(uintptr_t)rg)) {
+		free(rg);
+		return false;
+	}
+	free((void *)(uintptr_t)old);
+	return true;
+}
+
+static const struct ranges *ranges_of(struct cupti_tracer *c, uint32_t tgid)
+{
+	struct ranges *rg;
+	uint64_t v;
+
+	if (hmap__get(&c->tab, tgid, 0, HK_RANGES, &v) && v)
+		return (const struct ranges *)(uintptr_t)v;
+	rg = read_ranges(tgid);
+	return rg && keep_ranges(c, tgid, rg) ? rg : NULL;
+}
+
+void cpt_ranges_refresh(struct cupti_tracer *c, uint32_t tgid)
+{
+	struct ranges *rg = read_ranges(tgid);
+
+	if (rg)
+		keep_ranges(c, tgid, rg);
 }
 
 static int add_dev_sample(struct cupti_tracer *c, const struct dev_key *k, const struct dev_val *v,

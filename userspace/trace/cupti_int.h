@@ -129,4 +129,8 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed);
  * windows' records weighed, the cost measurement's kernels counted once. */
 void cpt_win_totals(struct cupti_tracer *c, struct est_total *k, struct est_total *t);
 
+/* TGID's objects changed: the ranges its device samples' stacks are trimmed by, read now
+ * (cupti_drain.c). */
+void cpt_ranges_refresh(struct cupti_tracer *c, uint32_t tgid);
+
 #endif /* GPUBPF_CUPTI_INT_H */

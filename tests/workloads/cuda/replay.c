@@ -397,6 +397,8 @@ static int start_model(const char *lib)
 	}
 	if (!inj || !*inj)
 		return 0; /* the job alone */
+	/* the model is the driver of the library's own call, which finalizes CUPTI */
+	setenv("GPUBPF_INJECT_DRIVER_LIB", lib, 1);
 	ih = dlopen(inj, RTLD_NOW);
 	init = ih ? (int (*)(void))dlsym(ih, "InitializeInjection") : NULL;
 	if (!init || init() != 1) {

@@ -466,6 +466,8 @@ __attribute__((unused)) static int model_run(double seconds, uint64_t kernel_ns,
 		fprintf(stderr, "producer: cannot use the CUPTI model %s: %s\n", lib, dlerror());
 		return 2;
 	}
+	/* the model is the driver of the library's own call, which finalizes CUPTI */
+	setenv("GPUBPF_INJECT_DRIVER_LIB", lib, 1);
 	cu_launch = cuda ? dlsym(cuda, "cuLaunchKernel") : NULL;
 	if (!cu_launch) {
 		fprintf(stderr, "producer: no cuLaunchKernel in %s: %s\n", MODEL_LIBCUDA, dlerror());
@@ -492,6 +494,14 @@ __attribute__((unused)) static int model_run(double seconds, uint64_t kernel_ns,
 	} while (t - w_t0 < seconds);
 	w_launches = n;
 	windowed_truth(kernel_ns, (double)n / (t - w_t0));
+	/* PRODUCER_EXIT_DLOPEN=LIB: load LIB and exit at once, as a job whose objects change
+	 * at its end (CUPTI's teardown at exit on an H100): its device time was left under
+	 * the library's frames where gpubpf read the process's mappings after it was gone */
+	if (getenv("PRODUCER_EXIT_DLOPEN")) {
+		if (!dlopen(getenv("PRODUCER_EXIT_DLOPEN"), RTLD_NOW))
+			fprintf(stderr, "producer: cannot load %s: %s\n", getenv("PRODUCER_EXIT_DLOPEN"), dlerror());
+		return 0;
+	}
 	if (!alone)
 		sleep_ms(1500);
 	return 0;
