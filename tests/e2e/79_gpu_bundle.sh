@@ -12,7 +12,8 @@ if [ ! -e "$B/gpu_check.py" ]; then
 fi
 size=$(du -sm "$B" | cut -f1)
 if [ "$size" -lt 64 ]; then pass "bundle-under-64MiB:${size}MiB"; else fail "bundle-under-64MiB" "$size MiB"; fi
-for f in gpubpf libgpubpf_inject.so gpu_check.py train_loop.py step_bench.py workloads/launch_loop \
+for f in gpubpf libgpubpf_inject.so libgpubpf_inject_nop1.so device_time_variants.sh gpu_check.py \
+	train_loop.py step_bench.py workloads/launch_loop \
 	workloads/runtime_wl_shared workloads/runtime_wl_static workloads/driver_wl workloads/cpu_handoff; do
 	[ -e "$B/$f" ] || fail "bundle-has:$f" "missing"
 done
@@ -122,4 +123,18 @@ if [ $rc -eq 1 ] && grep -q "	stopped by SIGTERM after [0-9]* s: the rows so far
 	pass "time:sigterm-table"
 else
 	fail "time:sigterm-table" "rc=$rc: $(tr '\n' ';' <"$TMP/term/results.tsv" 2>/dev/null)"
+fi
+
+# The library's settings side by side (device_time_variants.sh), here with the stub driver
+# (which loads no injection library): every variant runs and the summary says so, and
+# the machine's core_pattern is as it was.
+pattern=$(cat /proc/sys/kernel/core_pattern)
+LD_LIBRARY_PATH=$PWD/$BUILD/workloads/cuda/stubs "$B/device_time_variants.sh" "$TMP/dtv" 1 0 >"$TMP/dtv.log" 2>&1
+rc=$?
+runs=$(grep -c "^[a-z_0-9]* run 1: rc 0$" "$TMP/dtv/summary.txt" 2>/dev/null)
+if [ $rc -eq 0 ] && [ "$runs" = 3 ] && grep -q "^  no_finalize: 0$" "$TMP/dtv/summary.txt" &&
+	[ "$(cat /proc/sys/kernel/core_pattern)" = "$pattern" ]; then
+	pass "variants:each-runs"
+else
+	fail "variants:each-runs" "rc=$rc runs=$runs: $(tr '\n' ';' <"$TMP/dtv/summary.txt" 2>/dev/null)"
 fi

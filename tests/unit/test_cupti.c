@@ -328,44 +328,6 @@ TEST(nested_driver_call_follows_outer)
 	CHECK_INT(got[3].corr, 51 + INJ_SAMPLED_SLOTS);
 }
 
-/* cuptiFinalize runs only in the exit callback of a thread's outermost call: a driver
- * call's exit inside a runtime call is not one, nor is an exit whose enter came before
- * callbacks switched. While it waits (quiet), calls are tracked, not counted. */
-TEST(outermost_exit_for_finalize)
-{
-	reset();
-	inj_api_enter(&st, 0, INJ_API_LAUNCH, 2, 211, 50, "cudaLaunchKernel");
-	inj_api_enter(&st, 0, INJ_API_LAUNCH, 1, 307, 50, "cuLaunchKernel");
-	CHECK(!inj_outermost_exit(&st, 1, 307));
-	inj_api_exit(&st);
-	CHECK(!inj_outermost_exit(&st, 1, 307)); /* the runtime call is still open */
-	CHECK(inj_outermost_exit(&st, 2, 211));
-	inj_api_exit(&st);
-	CHECK(!inj_outermost_exit(&st, 2, 211)); /* no call open */
-	/* a driver call alone is outermost */
-	inj_api_enter(&st, 0, INJ_API_LAUNCH, 1, 307, 52, "cuLaunchKernel");
-	CHECK(inj_outermost_exit(&st, 1, 307));
-	inj_api_exit(&st);
-	/* callbacks switched while the call was open: its depth is not known */
-	inj_api_enter(&st, 0, INJ_API_LAUNCH, 2, 211, 53, "cudaLaunchKernel");
-	st.cb_gen++;
-	CHECK(!inj_outermost_exit(&st, 2, 211));
-	inj_api_exit(&st);
-	/* quiet: where the thread is is kept, nothing is counted or followed */
-	st.quiet = true;
-	nlaunch = 0;
-	inj_api_enter(&st, 0, INJ_API_LAUNCH, 2, 211, 54, "cudaLaunchKernel");
-	inj_api_enter(&st, 0, INJ_API_LAUNCH, 1, 307, 54, "cuLaunchKernel");
-	CHECK(!inj_outermost_exit(&st, 1, 307));
-	inj_api_exit(&st);
-	CHECK(inj_outermost_exit(&st, 2, 211));
-	inj_api_exit(&st);
-	CHECK_INT(nlaunch, 0);
-	CHECK(!inj_is_sampled(&st, 54));
-	CHECK_INT(st.ctr.launches_seen, 3); /* the three before it */
-	st.quiet = false;
-}
-
 TEST(sampling_one_in_n_and_windows)
 {
 	int followed = 0;
@@ -431,7 +393,6 @@ int main(int argc, char **argv)
 	RUN(losses_told_without_a_record);
 	RUN(untimed_record_lost_only_if_followed);
 	RUN(nested_driver_call_follows_outer);
-	RUN(outermost_exit_for_finalize);
 	RUN(sampling_one_in_n_and_windows);
 	RUN(batches_split_at_max);
 	RUN(gpubpf_side_helpers);

@@ -11,7 +11,8 @@
 struct inj_backend {
 	/* Returns enum dev_status (DEV_ST_ATTACHED, or why it stays idle, said in WHY). */
 	int (*attach)(struct inj_state *s, char *why, size_t len);
-	void (*detach)(void);
+	/* PROCESS_EXIT: from the exit handler (no driver call then), else the job runs on */
+	void (*detach)(bool process_exit);
 	void (*flush)(void); /* deliver completed records now */
 	/* While attached: callbacks (INJ_CB) and activity (INJ_ACT) on or off, for device
 	 * time in windows (devwin.c). Attach turns both on (in windows: callbacks only).
@@ -21,8 +22,6 @@ struct inj_backend {
 };
 
 extern const struct inj_backend inj_cupti_backend;
-/* What cuptiFinalize took the launching threads that ran it since the last look (ns). */
-extern uint64_t inj_finalize_ns;
 extern const struct inj_backend inj_synthetic_backend;
 extern struct inj_state inj;
 

@@ -23,7 +23,7 @@
 #define _SDT_HAS_SEMAPHORES 1
 #define STAP_SDT_ARG_CONSTRAINT r
 #include <sys/sdt.h>
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(INJ_NOP1) /* INJ_NOP1: the GPU check's variant on sdt.h's nop */
 /* A 5-byte nop at each probe, not sdt.h's 1-byte one: from Linux 6.18 (the GPU machines'
  * kernel too) a uprobe on x86-64's nop5 is turned, at its first hit, into a call to the
  * kernel's uprobe trampoline, a syscall: a hit's trap costs 0.27 us here, against
@@ -216,7 +216,9 @@ static void attach_now(void)
 	inj.probe_gen = &cfg->probe_gen;
 	backend_on = inj.windowed ? INJ_CB : INJ_CB | INJ_ACT;
 	t0 = mono_ns();
+	inj_trace("attach: %s", inj.windowed ? "windows" : "every launch");
 	st = backend->attach(&inj, why, sizeof(why));
+	inj_trace("attach: state %d: %s", st, why);
 	/* CUPTI's set-up (subscribe, callbacks on): the watcher's, once; in gpubpf's cost */
 	cfg->cost.fixed_us = (uint32_t)((mono_ns() - t0) / 1000);
 	set_state(st, why);
@@ -246,9 +248,8 @@ static uint64_t schedule(uint64_t now)
 			wake = now + INJ_RETRY_NS; /* again soon */
 		t1 = mono_ns();
 	}
-	/* The windows follow what is on, not what is wanted; a finalize after the last
-	 * window, in a launching thread, counts as this one's switches. */
-	t1 += __atomic_exchange_n(&inj_finalize_ns, 0, __ATOMIC_ACQ_REL);
+	/* The windows follow what is on, not what is wanted; a window's finalize (run by
+	 * the set above) counts in its switches. */
 	inj_sched_switched(&sched, &inj, &gpubpf_inject_config, want == backend_on ? want : 0, now, t1);
 	if (inj.win_id && inj.win_id != announced) {
 		announced = inj.win_id;
@@ -269,8 +270,10 @@ static void watch_once(double now, double *last_plan, uint64_t *last_seen, doubl
 		attach_now();
 		*status_seen = status_on;
 	} else if (!present && state != DEV_ST_IDLE) {
-		if (attached())
-			backend->detach();
+		if (attached()) {
+			inj_trace("detach: the session is gone");
+			backend->detach(false);
+		}
 		inj.windowed = false;
 		inj.win_id = 0;
 		__atomic_store_n(&inj.timing.on, false, __ATOMIC_RELEASE);
@@ -343,7 +346,7 @@ static void at_exit(void)
 	pthread_mutex_lock(&backend_lock);
 	exiting = true;
 	if (attached()) {
-		backend->detach();
+		backend->detach(true);
 		set_state(DEV_ST_IDLE, "the process exited");
 	}
 	pthread_mutex_unlock(&backend_lock);
@@ -359,6 +362,9 @@ static int start(void)
 	pthread_mutex_lock(&start_lock);
 	if (started)
 		goto out;
+	e = getenv("GPUBPF_INJECT_DEBUG");
+	if (e && *e)
+		inj_debug = atoi(e) > 1 ? atoi(e) : 1;
 	e = getenv("GPUBPF_INJECT_MAX_RATE");
 	if (e && *e)
 		gpubpf_inject_config.max_rate = (uint32_t)strtoul(e, NULL, 10);

@@ -52,31 +52,35 @@ static void *cupti_handle;
 static CUpti_SubscriberHandle subscriber;
 static bool subscribed, activity_on;
 static bool job_cupti; /* the CUPTI is the one the job loaded itself */
-/* cuptiFinalize, run by the next exit callback of a thread's outermost API call (CUPTI's
- * advice: no API call of the job is then inside CUPTI): FIN_NONE, FIN_PENDING,
- * FIN_RUNNING. Never in a driver call's exit inside a runtime call (kineto finalizes at
- * runtime API exits only): the runtime call's exit would then run in a CUPTI torn down.
- * On an H100 that broke the job's heap ("corrupted double-linked list") or segfaulted it,
- * within a second of device time's first window (docs/DEVICE_TIME.md). */
+/* cuptiFinalize, as CUPTI's documentation asks, in the exit callback of an API call, but
+ * of one of the library's own: the watcher calls the driver's cuCtxGetCurrent with its
+ * callback on, and that call's exit finalizes (finalize_now). Not in a job's launch: on
+ * an H100, a cuptiFinalize in cudaLaunchKernel's exit callback killed launch_loop with
+ * SIGSEGV in 12 runs of 28 (CUPTI's dispatch, back from the callback, wrote to what the
+ * finalize had freed) and broke PyTorch's heap ("malloc(): unsorted double linked list
+ * corrupted"); nor outside a callback, where kineto saw it race with other threads.
+ * FIN_RUNNING while it runs (a buffer CUPTI hands back meanwhile calls no CUPTI). */
 enum { FIN_NONE, FIN_PENDING, FIN_RUNNING };
 static int finalize_pending;
-static uint64_t fin_asked; /* when the finalize was asked for */
-static uint64_t fin_done;  /* when the last one returned */
-static bool runtime_seen;  /* a runtime API callback came: launches are runtime calls */
-/* After a finalize, CUPTI is left alone this long: the thread that ran it is still on
- * its way out of CUPTI's callback dispatch and of the API call, and a CUPTI set up again
- * meanwhile (the next window's) is set up under its feet. */
+static uint64_t fin_done;	    /* when the last one returned */
+static __thread bool tls_finalizer; /* the watcher, in its own driver call */
+static CUresult(CUDAAPI *p_cuCtxGetCurrent)(CUcontext *);
+/* After a finalize, CUPTI is left alone this long: a job's thread in a launch that
+ * entered CUPTI's dispatch before it may still be on its way out. */
 #define FIN_SETTLE_NS 2000000ull
-/* A job whose launches are runtime calls finalizes at a runtime call's exit; one that
- * has driver calls alone after it (Triton's) at a driver call's, after this long. */
-#define FIN_DRIVER_AFTER_NS 100000000ull
+/* Read at attach: GPUBPF_INJECT_FINALIZE=0 never finalizes (a window's end turns activity
+ * and callbacks off and stays subscribed: launches then pay CUPTI's 0.5-0.6 us until the
+ * process ends, an H100's); GPUBPF_INJECT_SETTLE_MS, FIN_SETTLE_NS;
+ * GPUBPF_INJECT_DRIVER_LIB, the library whose cuCtxGetCurrent runs the finalize (the
+ * driver the job loaded; tests/workloads/inject/cupti_model.c is its own driver). */
+static bool no_finalize;
+static uint64_t settle_ns = FIN_SETTLE_NS;
 /* Device time in windows: activity was on since CUPTI was set up; a window's end then
  * tears CUPTI down (cupti_set), after the window's records came in or DRAIN_NS passed
  * (a kernel queued behind 1024 others of 20 us each ends 20 ms after its launch). */
 static bool windows_mode, act_dirty;
 static uint64_t drain_until;
 static int64_t open_deficit; /* followed calls without their records when activity went on */
-uint64_t inj_finalize_ns;
 #define DRAIN_NS 50000000ull
 uint8_t inj_cb_class[3][CBID_MAX]; /* [domain][cbid]: enum inj_api_class */
 
@@ -168,6 +172,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 	bool finalizing = __atomic_load_n(&finalize_pending, __ATOMIC_ACQUIRE) == FIN_RUNNING;
 
 	(void)size;
+	inj_trace("buffer back: %zu bytes%s", valid, finalizing ? ", in the finalize" : "");
 	/* a buffer handed back by cuptiFinalize itself: no CUPTI call but the records' */
 	if (!finalizing)
 		inj_sample_clock();
@@ -184,18 +189,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 
 /* ---- API callbacks -------------------------------------------------------------------- */
 
-/* Under FIN_PENDING, in an exit callback: whether this one ends a call no other call of
- * its thread is around (a driver call's only where the job's launches are not runtime
- * calls, or none has come for FIN_DRIVER_AFTER_NS). */
-static bool may_finalize(CUpti_CallbackDomain dom, CUpti_CallbackId cbid)
-{
-	if (!inj_outermost_exit(&inj, dom, cbid))
-		return false;
-	return dom == CUPTI_CB_DOMAIN_RUNTIME_API || !__atomic_load_n(&runtime_seen, __ATOMIC_RELAXED) ||
-	       inj_mono_ns() - __atomic_load_n(&fin_asked, __ATOMIC_ACQUIRE) > FIN_DRIVER_AFTER_NS;
-}
-
-/* In the exit callback of the thread's outermost call, as the finalize was asked. */
+/* In the exit callback of the watcher's own driver call (finalize_now). */
 static void finalize_here(void)
 {
 	int one = FIN_PENDING;
@@ -204,15 +198,14 @@ static void finalize_here(void)
 	if (!__atomic_compare_exchange_n(&finalize_pending, &one, FIN_RUNNING, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE))
 		return;
+	inj_trace("finalize: begins");
 	p_cuptiFinalize();
 	t1 = inj_mono_ns();
+	inj_trace("finalize: done in %llu us", (unsigned long long)(t1 - t0) / 1000);
 	/* its name strings are gone: names are looked up by their text again */
 	__atomic_add_fetch(&inj.names_gen, 1, __ATOMIC_RELEASE);
-	/* a launching thread's time: the next window's switches count it */
-	__atomic_add_fetch(&inj_finalize_ns, t1 - t0, __ATOMIC_RELAXED);
 	__atomic_store_n(&subscribed, false, __ATOMIC_RELEASE);
 	__atomic_store_n(&fin_done, t1, __ATOMIC_RELEASE);
-	__atomic_store_n(&inj.quiet, false, __ATOMIC_RELEASE);
 	__atomic_store_n(&finalize_pending, FIN_NONE, __ATOMIC_RELEASE);
 }
 
@@ -224,52 +217,68 @@ void CUPTIAPI inj_on_callback(void *userdata, CUpti_CallbackDomain dom, CUpti_Ca
 	(void)userdata;
 	if ((dom != CUPTI_CB_DOMAIN_RUNTIME_API && dom != CUPTI_CB_DOMAIN_DRIVER_API) || cbid >= CBID_MAX || !cb)
 		return;
+	if (tls_finalizer) {
+		/* the watcher's own call: the only callback that finalizes */
+		if (dom == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent &&
+		    cb->callbackSite == CUPTI_API_EXIT)
+			finalize_here();
+		return;
+	}
 	cls = inj_cb_class[dom][cbid];
 	if (!cls)
 		return;
-	if (dom == CUPTI_CB_DOMAIN_RUNTIME_API && !__atomic_load_n(&runtime_seen, __ATOMIC_RELAXED))
-		__atomic_store_n(&runtime_seen, true, __ATOMIC_RELAXED);
 	if (cb->callbackSite == CUPTI_API_ENTER) {
 		uint64_t t_cb = inj_callback_start(&inj);
 
-		if (cls == INJ_API_LAUNCH && cb->symbolName && !__atomic_load_n(&inj.quiet, __ATOMIC_RELAXED))
+		if (cls == INJ_API_LAUNCH && cb->symbolName)
 			inj_announce_handle(&inj, inj_launch_handle(dom, cbid, cb->functionParams), cb->symbolName);
 		inj_api_enter(&inj, t_cb, cls, dom, cbid, cb->correlationId, cb->functionName);
-		return;
-	}
-	if (__atomic_load_n(&finalize_pending, __ATOMIC_ACQUIRE) == FIN_PENDING && may_finalize(dom, cbid)) {
-		inj_api_exit(&inj);
-		finalize_here();
 		return;
 	}
 	inj_api_exit(&inj);
 }
 
-/* Finalize at the next outermost API exit; meanwhile the callbacks keep quiet. */
-static void finalize_soon(void)
+static void set_callbacks(bool on);
+
+/* The watcher tears CUPTI down now: the job's callbacks off, its own cuCtxGetCurrent's
+ * on, and that call's exit callback finalizes. False where it did not (no driver call to
+ * make, or its callback never came): CUPTI stays subscribed with nothing on. */
+static bool finalize_now(void)
 {
-	__atomic_store_n(&fin_asked, inj_mono_ns(), __ATOMIC_RELEASE);
-	__atomic_store_n(&inj.quiet, true, __ATOMIC_RELEASE);
+	CUcontext ctx = NULL;
+	int none = FIN_NONE;
+
+	if (no_finalize || !p_cuptiFinalize || !p_cuCtxGetCurrent || !__atomic_load_n(&subscribed, __ATOMIC_ACQUIRE))
+		return false;
+	set_callbacks(false);
+	if (p_cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent) !=
+	    CUPTI_SUCCESS)
+		return false;
 	__atomic_store_n(&finalize_pending, FIN_PENDING, __ATOMIC_RELEASE);
+	tls_finalizer = true;
+	p_cuCtxGetCurrent(&ctx);
+	tls_finalizer = false;
+	if (__atomic_compare_exchange_n(&finalize_pending, &none, FIN_NONE, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return true; /* finalize_here ran */
+	__atomic_store_n(&finalize_pending, FIN_NONE, __ATOMIC_RELEASE);
+	p_cuptiEnableCallback(0, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent);
+	inj_trace("finalize: no callback for the driver call: CUPTI stays subscribed");
+	return false;
 }
 
-/* Whether CUPTI may be called now: no finalize asked for or running, and the last one's
- * thread out of CUPTI (FIN_SETTLE_NS). */
+/* Whether CUPTI may be called now: no finalize running, and the job's threads out of the
+ * last one's way (FIN_SETTLE_NS). */
 static bool cupti_settled(void)
 {
 	return !__atomic_load_n(&finalize_pending, __ATOMIC_ACQUIRE) &&
-	       inj_mono_ns() - __atomic_load_n(&fin_done, __ATOMIC_ACQUIRE) >= FIN_SETTLE_NS;
+	       inj_mono_ns() - __atomic_load_n(&fin_done, __ATOMIC_ACQUIRE) >= settle_ns;
 }
 
-/* Attach and detach: a finalize asked for and not begun is called off (the subscription
- * is still ours); one running, and its thread's way out, are waited for. */
-static void finalize_off(void)
+/* Attach: the last finalize's settling waited for. */
+static void finalize_settle(void)
 {
-	int one = FIN_PENDING;
 	struct timespec ts = {0, 200000};
 
-	if (__atomic_compare_exchange_n(&finalize_pending, &one, FIN_NONE, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		__atomic_store_n(&inj.quiet, false, __ATOMIC_RELEASE);
 	while (!cupti_settled())
 		nanosleep(&ts, NULL);
 }
@@ -296,12 +305,37 @@ static int find_cupti(struct dl_phdr_info *info, size_t size, void *ctx)
 
 static int find_driver(struct dl_phdr_info *info, size_t size, void *ctx)
 {
+	struct loaded *f = ctx;
 	const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
 
 	(void)size;
-	(void)ctx;
 	base = base ? base + 1 : info->dlpi_name;
-	return base && strncmp(base, "libcuda.so", 10) == 0;
+	if (!base || strncmp(base, "libcuda.so", 10) != 0)
+		return 0;
+	if (f)
+		snprintf(f->path, sizeof(f->path), "%s", info->dlpi_name);
+	return 1;
+}
+
+/* The driver's cuCtxGetCurrent, whose exit callback finalizes (finalize_now): from the
+ * driver the job loaded, or GPUBPF_INJECT_DRIVER_LIB. Its reference is kept. */
+static void load_driver_call(void)
+{
+	const char *path = getenv("GPUBPF_INJECT_DRIVER_LIB");
+	struct loaded drv = {{0}};
+	void *h;
+
+	if (p_cuCtxGetCurrent)
+		return;
+	if (!path || !*path) {
+		if (!dl_iterate_phdr(find_driver, &drv))
+			return;
+		path = drv.path;
+	}
+	h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+	if (h)
+		p_cuCtxGetCurrent = (CUresult(CUDAAPI *)(CUcontext *))dlsym(h, "cuCtxGetCurrent");
+	inj_trace("the finalize's driver call: %s in %s", p_cuCtxGetCurrent ? "cuCtxGetCurrent" : "none", path);
 }
 
 /* The records are read through the structs of the CUPTI headers this library was built
@@ -452,17 +486,19 @@ static int cupti_attach(struct inj_state *s, char *why, size_t len)
 {
 	static const CUpti_CallbackDomain doms[] = {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API};
 	static const uint32_t sizes[] = {CUPTI_RUNTIME_TRACE_CBID_SIZE, CUPTI_DRIVER_TRACE_CBID_SIZE};
+	const char *e = getenv("GPUBPF_INJECT_FINALIZE");
 	CUptiResult r;
 	int st, enabled = 0;
 
-	(void)s;
+	no_finalize = e && strcmp(e, "0") == 0;
+	e = getenv("GPUBPF_INJECT_SETTLE_MS");
+	settle_ns = e && *e ? strtoull(e, NULL, 10) * 1000000ull : FIN_SETTLE_NS;
 	st = load_cupti(why, len);
 	if (st)
 		return st;
+	load_driver_call();
 	inj_device_clock = cupti_clock;
-	/* A detach whose cuptiFinalize never ran (no API call since): the subscription is
-	 * still ours. One that runs now ends within milliseconds. */
-	finalize_off();
+	finalize_settle();
 	windows_mode = s->windowed;
 	st = subscribe(why, len);
 	if (st)
@@ -509,14 +545,10 @@ fail:
 	return DEV_ST_CUPTI_ERROR;
 }
 
-static void set_callbacks(bool on);
-
-static void cupti_detach(void)
+static void cupti_detach(bool process_exit)
 {
-	const char *e = getenv("GPUBPF_INJECT_FINALIZE");
-
-	/* a window's finalize not yet run: called off, and asked for again below */
-	finalize_off();
+	inj_trace("detach%s: subscribed %d, activity %d", process_exit ? " at exit" : "", subscribed, activity_on);
+	finalize_settle();
 	activity_off();
 	/* The job's own CUPTI (PyTorch's): its profiler may subscribe any moment from now,
 	 * before any API call would run a pending cuptiFinalize, and CUPTI takes one
@@ -526,16 +558,16 @@ static void cupti_detach(void)
 		unsubscribe();
 		return;
 	}
-	if (p_cuptiFinalize && !(e && strcmp(e, "0") == 0)) {
-		/* Callbacks stay subscribed until the next API exit runs cuptiFinalize; they
-		 * follow nothing meanwhile. */
-		if (__atomic_load_n(&subscribed, __ATOMIC_ACQUIRE)) {
-			set_callbacks(true);
-			finalize_soon();
-		}
+	/* At the process's exit no driver call is made (the driver may be tearing down
+	 * already): the records are out (activity_off's forced flush), the callbacks off. */
+	if (process_exit) {
+		if (subscribed)
+			set_callbacks(false);
 		return;
 	}
-	unsubscribe();
+	/* Else the job runs on: CUPTI is torn down, as after a window. */
+	if (!finalize_now())
+		unsubscribe();
 }
 
 static void cupti_flush(void)
@@ -563,12 +595,16 @@ static bool resubscribe(void)
 {
 	char why[160];
 
-	if (subscribe(why, sizeof(why)))
+	if (subscribe(why, sizeof(why))) {
+		inj_trace("set-up again: %s", why);
 		return false;
+	}
 	if (p_cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS) {
+		inj_trace("set-up again: cuptiActivityRegisterCallbacks failed");
 		unsubscribe();
 		return false;
 	}
+	inj_trace("set-up again: subscribed");
 	act_dirty = false;
 	return true;
 }
@@ -584,14 +620,17 @@ static int64_t deficit(void)
 
 /* Measured on an H100 (tests/workloads/cuda/cupti_cost, docs/DESIGN.md): once kernel
  * activity has been on, the driver calls into CUPTI on every launch until cuptiFinalize,
- * activity off, callbacks off and unsubscribed alike: 1.2-1.5 us more on a 4.5 us
+ * activity off, callbacks off and unsubscribed alike: 0.5-1.5 us more on a 3.6-4.5 us
  * launch, for seconds and more. So in windows, a window's end tears CUPTI down (once the
- * window's records are in, or DRAIN_NS passed), and the next window sets it up again
- * (9-17 ms, ahead of its slot, counted as the window's switches). */
+ * window's records are in, or DRAIN_NS passed: finalize_now, in the watcher, which runs
+ * this), and the next window sets it up again (9-17 ms, ahead of its slot, counted as the
+ * window's switches, the finalize's time with them). */
 static bool cupti_set(int want)
 {
 	bool act = want & INJ_ACT, cb = want & INJ_CB;
 
+	inj_trace("switch to%s%s: subscribed %d, activity %d%s", act ? " activity" : "", cb ? " callbacks" : "",
+		  subscribed, activity_on, act_dirty ? ", dirty" : "");
 	if (!cupti_settled())
 		return !want;
 	if (!__atomic_load_n(&subscribed, __ATOMIC_ACQUIRE)) {
@@ -629,10 +668,11 @@ static bool cupti_set(int want)
 		if (act_dirty && deficit() > open_deficit && inj_mono_ns() < drain_until)
 			return false;
 		p_cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-		/* the next outermost API exit finalizes: its callback must be on */
-		set_callbacks(true);
-		finalize_soon();
-		return !want;
+		if (finalize_now())
+			return !want; /* set up again at the next step, once settled */
+		inj_trace("window's end: activity off, no finalize%s",
+			  no_finalize ? " (GPUBPF_INJECT_FINALIZE=0)" : "");
+		act_dirty = false;
 	}
 	set_callbacks(cb);
 	return true;

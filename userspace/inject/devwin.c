@@ -130,6 +130,7 @@ static void measure_end(struct inj_sched *sc, struct inj_state *s, volatile stru
 	p = matched(t);
 	n1 = collect(t, 0, 0, p, off);
 	n3 = collect(t, 1, 1, p, on);
+	inj_trace("measure: ends in phase %d, %u calls off, %u on (probes %d)", t->phase, n1, n3, p);
 	cfg->cost.calls += n1 + n3;
 	cfg->cost.done = now;
 	if ((n1 < INJ_MEASURE_MIN || n3 < INJ_MEASURE_MIN) && sc->again) {
@@ -210,11 +211,13 @@ static void measure_start(struct inj_sched *sc, struct inj_state *s, volatile st
 	cfg->cost.done = 0;
 	cfg->cost.state = DEV_COST_MEASURING;
 	__atomic_store_n(&t->on, true, __ATOMIC_RELEASE);
+	inj_trace("measure: starts%s", sc->again ? " again" : "");
 }
 
 static void next_phase(struct inj_timing *t, uint64_t now)
 {
 	__atomic_store_n(&t->phase, t->phase + 1, __ATOMIC_RELEASE);
+	inj_trace("measure: phase %d", t->phase);
 	t->phase_at = now;
 	t->first = 0;
 	__atomic_store_n(&t->activity, t->phase == 1, __ATOMIC_RELEASE);

@@ -114,9 +114,6 @@ struct inj_state {
 	 * them: a launch followed in it makes its record only inside the driver); reset when
 	 * a window opens, so a call whose exit never came is not waited for again. */
 	int32_t in_followed;
-	/* CUPTI waits to be finalized (cupti_backend.c): the callbacks only keep where each
-	 * thread is in its calls (inj_outermost_exit), and count, time and follow nothing */
-	bool quiet;
 	struct inj_timing timing;
 	uint32_t epoch;
 	uint32_t sampled[INJ_SAMPLED_SLOTS]; /* corr stored at corr % slots: "corr was followed" */
@@ -142,6 +139,12 @@ struct inj_state {
 	struct inj_name_ref name_cache[INJ_NAME_CACHE];
 };
 
+/* GPUBPF_INJECT_DEBUG's level: 1 says why the library stays idle; 2 also traces, one
+ * line each on stderr, CUPTI's set-up and teardown, the windows' switches and the cost
+ * measurement's phases, with CLOCK_MONOTONIC's time and the thread (the H100's crashes). */
+extern int inj_debug;
+void inj_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* 0 or -ENOMEM. */
 int inj_state_init(struct inj_state *s, const struct inj_ops *ops);
 void inj_state_fini(struct inj_state *s);
@@ -166,10 +169,6 @@ uint64_t inj_callback_start(struct inj_state *s);
 void inj_api_enter(struct inj_state *s, uint64_t t_cb, enum inj_api_class cls, uint32_t domain, uint32_t cbid,
 		   uint32_t corr, const char *func_name);
 void inj_api_exit(struct inj_state *s);
-/* An exit callback of DOMAIN/CBID that ends the calling thread's outermost call, known
- * from its enter on (callbacks not switched since): no call of the thread is around it.
- * Called before inj_api_exit. */
-bool inj_outermost_exit(const struct inj_state *s, uint32_t domain, uint32_t cbid);
 bool inj_is_sampled(const struct inj_state *s, uint32_t corr);
 
 /* Activity records: kept (1) when their launch was followed, else dropped and counted (0);

@@ -4,11 +4,39 @@
  * here, so tests/unit/test_cupti.c exercises exactly this code. */
 #include <errno.h>
 #include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "inject.h"
+
+int inj_debug;
+
+void inj_trace(const char *fmt, ...)
+{
+	char buf[320];
+	struct timespec ts;
+	va_list ap;
+	int n, m;
+
+	if (inj_debug < 2)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	n = snprintf(buf, sizeof(buf), "gpubpf-inject: %ld.%06ld tid %ld: ", (long)ts.tv_sec, ts.tv_nsec / 1000,
+		     (long)syscall(SYS_gettid));
+	va_start(ap, fmt);
+	m = vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	n += m < 0 ? 0 : m < (int)(sizeof(buf) - (size_t)n - 1) ? m : (int)(sizeof(buf) - (size_t)n - 2);
+	buf[n++] = '\n';
+	/* one write a line: lines of threads do not mix */
+	if (write(STDERR_FILENO, buf, (size_t)n) < 0)
+		return;
+}
 
 /* The launching thread's position in nested API calls: the runtime's cudaLaunchKernel
  * calls cuLaunchKernel, and both get callbacks (with different correlation ids). */
@@ -16,7 +44,6 @@ static __thread uint32_t tls_depth;
 static __thread bool tls_sampled;
 static __thread bool tls_counted; /* counted in in_followed (windows only) */
 static __thread uint32_t tls_corr;
-static __thread uint32_t tls_domain, tls_cbid;
 static __thread uint32_t tls_win;
 static __thread uint32_t tls_cb_gen; /* inj_state.cb_gen at the outermost call's enter */
 static __thread uint64_t tls_rng;
@@ -262,13 +289,6 @@ void inj_api_enter(struct inj_state *s, uint64_t t_cb, enum inj_api_class cls, u
 		return;
 	}
 	tls_cb_gen = gen;
-	tls_domain = domain;
-	tls_cbid = cbid;
-	if (__atomic_load_n(&s->quiet, __ATOMIC_ACQUIRE)) {
-		tls_sampled = tls_counted = false;
-		tls_t0 = 0;
-		return;
-	}
 	/* The outermost launch call, timed from here to its exit callback. */
 	tls_t0 = timing && cls != INJ_API_COPY ? t0 : 0;
 	if (tls_t0) {
@@ -347,12 +367,6 @@ void inj_api_exit(struct inj_state *s)
 		return;
 	}
 	time_callback(s, t0);
-}
-
-bool inj_outermost_exit(const struct inj_state *s, uint32_t domain, uint32_t cbid)
-{
-	return tls_depth == 1 && tls_domain == domain && tls_cbid == cbid &&
-	       tls_cb_gen == __atomic_load_n(&s->cb_gen, __ATOMIC_ACQUIRE);
 }
 
 bool inj_wait_followed(struct inj_state *s, uint64_t max_ns)

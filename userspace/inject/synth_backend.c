@@ -41,8 +41,9 @@ static size_t held_len;
 
 static int walk_buffer(const uint8_t *buf, size_t valid);
 
-static void synth_detach(void)
+static void synth_detach(bool process_exit)
 {
+	(void)process_exit;
 	if (held_buf) {
 		walk_buffer(held_buf, held_len);
 		held_buf = NULL;

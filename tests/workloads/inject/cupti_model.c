@@ -27,6 +27,11 @@
  *   - cuptiFinalize only in the exit callback of the thread's outermost API call (kineto
  *     finalizes at runtime API exits only): in a driver call's exit inside a runtime
  *     call, the runtime's exit then runs in a CUPTI torn down;
+ *   - and not a launch's: on an H100 a cuptiFinalize in cudaLaunchKernel's exit callback
+ *     killed launch_loop with SIGSEGV in 12 runs of 28 (CUPTI's dispatch, back from the
+ *     callback, wrote to what the finalize had freed). The model is the job's driver too
+ *     for one call that is not a launch, cuCtxGetCurrent, called back (ENTER and EXIT)
+ *     where its callback id is enabled, as the library's own call to finalize in;
  *   - no CUPTI call at all, on any thread, from cuptiFinalize's start until its thread
  *     has come back out of CUPTI's callback dispatch (MODEL_UNWIND_NS after the callback
  *     returns): a CUPTI set up again meanwhile is set up under that thread's feet.
@@ -105,6 +110,8 @@ static uint64_t cbt_state[ST_N];
 /* The contract: the thread's API calls open, the callback site it is in (0: none), and
  * a cuptiFinalize whose thread is not yet out of CUPTI's dispatch. */
 static __thread int tls_api_depth, tls_in_cb;
+static __thread bool tls_cb_launch; /* the callback the thread is in is a launch's */
+static bool ctx_cb_on;		    /* cuCtxGetCurrent's callback is enabled */
 static __thread bool tls_finalized;
 static int fin_busy;
 
@@ -196,6 +203,7 @@ static void dispatch(CUpti_CallbackFunc fn, void *ud, CUpti_CallbackDomain dom, 
 		     CUpti_CallbackData *cb)
 {
 	tls_in_cb = (int)cb->callbackSite + 1;
+	tls_cb_launch = !(dom == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent);
 	fn(ud, dom, cbid, cb);
 	tls_in_cb = 0;
 	if (tls_finalized) {
@@ -341,6 +349,39 @@ EXPORT void cupti_model_launch(uint64_t kernel_ns, void (*driver)(void *f))
 	tls_api_depth--;
 }
 
+/* The driver's cuCtxGetCurrent, as the job's driver with CUPTI runs it: no context (the
+ * model has none), called back where its callback is on. */
+EXPORT CUresult CUDAAPI cuCtxGetCurrent(CUcontext *pctx)
+{
+	CUpti_CallbackData cb = {.functionName = "cuCtxGetCurrent"};
+	CUpti_CallbackFunc fn;
+	void *ud;
+	bool on;
+
+	tls_api_depth++;
+	pthread_mutex_lock(&mu);
+	cb.correlationId = corr_next++;
+	on = subscribed && ctx_cb_on;
+	fn = cb_fn;
+	ud = cb_userdata;
+	pthread_mutex_unlock(&mu);
+	if (on) {
+		cb.callbackSite = CUPTI_API_ENTER;
+		dispatch(fn, ud, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent, &cb);
+	}
+	if (pctx)
+		*pctx = NULL;
+	pthread_mutex_lock(&mu);
+	on = subscribed && ctx_cb_on;
+	pthread_mutex_unlock(&mu);
+	if (on) {
+		cb.callbackSite = CUPTI_API_EXIT;
+		dispatch(fn, ud, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent, &cb);
+	}
+	tls_api_depth--;
+	return CUDA_SUCCESS;
+}
+
 /* ---- the subset of CUPTI's API the injection library uses ------------------------------ */
 
 EXPORT CUptiResult CUPTIAPI cuptiGetVersion(uint32_t *version)
@@ -414,6 +455,12 @@ EXPORT CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_Subscribe
 {
 	contract("cuptiEnableCallback");
 	(void)subscriber;
+	if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent) {
+		pthread_mutex_lock(&mu);
+		ctx_cb_on = enable != 0;
+		pthread_mutex_unlock(&mu);
+		return CUPTI_SUCCESS;
+	}
 	if ((domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid != CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) &&
 	    (domain != CUPTI_CB_DOMAIN_RUNTIME_API || cbid != CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000))
 		return CUPTI_ERROR_INVALID_PARAMETER;
@@ -430,6 +477,7 @@ EXPORT CUptiResult CUPTIAPI cuptiEnableAllDomains(uint32_t enable, CUpti_Subscri
 	pthread_mutex_lock(&mu);
 	for (int d = 0; d < CUPTI_CB_DOMAIN_SIZE; d++)
 		cb_on[d][1] = enable != 0;
+	ctx_cb_on = enable != 0;
 	pthread_mutex_unlock(&mu);
 	return CUPTI_SUCCESS;
 }
@@ -545,11 +593,14 @@ EXPORT CUptiResult CUPTIAPI cuptiFinalize(void)
 	if (tls_api_depth != 1)
 		broken("cuptiFinalize in the exit callback of a call inside another one (that call's exit then "
 		       "runs in a CUPTI torn down)");
+	if (tls_cb_launch)
+		broken("cuptiFinalize in a launch's exit callback (CUPTI's dispatch then goes on in what it freed: "
+		       "SIGSEGV or a broken heap on an H100)");
 	__atomic_store_n(&fin_busy, 1, __ATOMIC_RELEASE);
 	tls_finalized = true;
 	trace_call("finalize", 0);
 	pthread_mutex_lock(&mu);
-	subscribed = kernel_act = dirty = set_up = false;
+	subscribed = kernel_act = dirty = set_up = ctx_cb_on = false;
 	memset(cb_on, 0, sizeof(cb_on));
 	req_fn = NULL;
 	done_fn = NULL;
