@@ -130,7 +130,9 @@ static void measure_end(struct inj_sched *sc, struct inj_state *s, volatile stru
 	p = matched(t);
 	n1 = collect(t, 0, 0, p, off);
 	n3 = collect(t, 1, 1, p, on);
-	inj_trace("measure: ends in phase %d, %u calls off, %u on (probes %d)", t->phase, n1, n3, p);
+	inj_trace("measure: ends in phase %d, %u calls off, %u on (probes %d); %u callbacks timed; not kept: %u "
+		  "across a phase's start, %u across a switch of gpubpf's probes, %u while they switched",
+		  t->phase, n1, n3, p, (unsigned)calls, t->not_kept[0], t->not_kept[1], t->not_kept[2]);
 	cfg->cost.calls += n1 + n3;
 	cfg->cost.done = now;
 	if ((n1 < INJ_MEASURE_MIN || n3 < INJ_MEASURE_MIN) && sc->again) {
@@ -193,6 +195,7 @@ static void measure_start(struct inj_sched *sc, struct inj_state *s, volatile st
 	memset(t->n, 0, sizeof(t->n));
 	memset(t->off1, 0, sizeof(t->off1));
 	t->cb_ns = t->cb_calls = 0;
+	memset(t->not_kept, 0, sizeof(t->not_kept));
 	t->activity = false;
 	t->phase = 0;
 	t->phase_at = now;

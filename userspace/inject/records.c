@@ -339,10 +339,14 @@ static void timed_call(struct inj_state *s, uint64_t t)
 	struct inj_timing *tm = &s->timing;
 	uint32_t i, p = (tls_probes & 3) == DEV_PROBE_GEN_IN ? INJ_PROBES_IN : INJ_PROBES_OUT;
 
-	if (!__atomic_load_n(&tm->on, __ATOMIC_ACQUIRE) || __atomic_load_n(&tm->gen, __ATOMIC_ACQUIRE) != tls_gen ||
-	    probe_gen(s) != tls_probes || (tls_probes & 3) == DEV_PROBE_GEN_SWITCHING || t <= tls_t0 ||
-	    t - tls_t0 > UINT32_MAX)
+	if (!__atomic_load_n(&tm->on, __ATOMIC_ACQUIRE) || t <= tls_t0 || t - tls_t0 > UINT32_MAX)
 		return;
+	if (__atomic_load_n(&tm->gen, __ATOMIC_ACQUIRE) != tls_gen || probe_gen(s) != tls_probes ||
+	    (tls_probes & 3) == DEV_PROBE_GEN_SWITCHING) {
+		i = __atomic_load_n(&tm->gen, __ATOMIC_ACQUIRE) != tls_gen ? 0 : probe_gen(s) != tls_probes ? 1 : 2;
+		__atomic_add_fetch(&tm->not_kept[i], 1, __ATOMIC_RELAXED);
+		return;
+	}
 	i = __atomic_fetch_add(&tm->n[tls_act][p], 1, __ATOMIC_ACQ_REL);
 	/* the first "off" phase keeps half of its slots for the last one (devwin.c) */
 	if (i < (tls_act || __atomic_load_n(&tm->phase, __ATOMIC_ACQUIRE) ? INJ_TIMED_MAX : INJ_TIMED_MAX / 2))
