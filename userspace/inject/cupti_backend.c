@@ -64,6 +64,11 @@ enum { FIN_NONE, FIN_PENDING, FIN_RUNNING };
 static int finalize_pending;
 static uint64_t fin_done;	    /* when the last one returned */
 static __thread bool tls_finalizer; /* the watcher, in its own driver call */
+/* Buffers being handed back (CUPTI's own threads): one that began before a finalize was
+ * asked for may still call CUPTI (its clock, its drop count), which races the finalize
+ * (kineto saw a SIGSEGV in such a race): the finalize waits for them, FIN_WAIT_NS at most. */
+static int in_completion;
+#define FIN_WAIT_NS 20000000ull
 static CUresult(CUDAAPI *p_cuCtxGetCurrent)(CUcontext *);
 /* After a finalize, CUPTI is left alone this long: a job's thread in a launch that
  * entered CUPTI's dispatch before it may still be on its way out. */
@@ -169,11 +174,14 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 {
 	CUpti_Activity *r = NULL;
 	size_t dropped = 0;
-	bool finalizing = __atomic_load_n(&finalize_pending, __ATOMIC_ACQUIRE) == FIN_RUNNING;
+	bool finalizing;
 
 	(void)size;
+	__atomic_add_fetch(&in_completion, 1, __ATOMIC_ACQ_REL);
+	finalizing = __atomic_load_n(&finalize_pending, __ATOMIC_ACQUIRE) != FIN_NONE;
 	inj_trace("buffer back: %zu bytes%s", valid, finalizing ? ", in the finalize" : "");
-	/* a buffer handed back by cuptiFinalize itself: no CUPTI call but the records' */
+	/* a buffer handed back by cuptiFinalize itself, or while one is about to run: no
+	 * CUPTI call but the records' */
 	if (!finalizing)
 		inj_sample_clock();
 	if (valid > 0) {
@@ -185,6 +193,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 		inj_count_lost(&inj, dropped);
 	if (buffer)
 		pool_put(buffer);
+	__atomic_sub_fetch(&in_completion, 1, __ATOMIC_ACQ_REL);
 }
 
 /* ---- API callbacks -------------------------------------------------------------------- */
@@ -255,6 +264,9 @@ static bool finalize_now(void)
 	    CUPTI_SUCCESS)
 		return false;
 	__atomic_store_n(&finalize_pending, FIN_PENDING, __ATOMIC_RELEASE);
+	for (uint64_t t0 = inj_mono_ns();
+	     __atomic_load_n(&in_completion, __ATOMIC_ACQUIRE) > 0 && inj_mono_ns() - t0 < FIN_WAIT_NS;)
+		sched_yield();
 	tls_finalizer = true;
 	p_cuCtxGetCurrent(&ctx);
 	tls_finalizer = false;
