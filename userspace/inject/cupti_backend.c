@@ -56,10 +56,11 @@ static bool job_cupti; /* the CUPTI is the one the job loaded itself */
  * of one of the library's own: the watcher calls the driver's cuCtxGetCurrent with its
  * callback on, and that call's exit finalizes (finalize_now). Not in a job's launch: on
  * an H100, a cuptiFinalize in cudaLaunchKernel's exit callback killed launch_loop with
- * SIGSEGV in 12 runs of 28 (CUPTI's dispatch, back from the callback, wrote to what the
- * finalize had freed) and broke PyTorch's heap ("malloc(): unsorted double linked list
+ * SIGSEGV in 12 runs of 28 (in CUPTI's callback dispatch of a launch, on memory the
+ * finalize had let go) and broke PyTorch's heap ("malloc(): unsorted double linked list
  * corrupted"); nor outside a callback, where kineto saw it race with other threads.
- * FIN_RUNNING while it runs (a buffer CUPTI hands back meanwhile calls no CUPTI). */
+ * FIN_PENDING from its asking, FIN_RUNNING while it runs (a buffer CUPTI hands back
+ * meanwhile calls no CUPTI). */
 enum { FIN_NONE, FIN_PENDING, FIN_RUNNING };
 static int finalize_pending;
 static uint64_t fin_done;	    /* when the last one returned */

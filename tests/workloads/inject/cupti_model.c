@@ -28,8 +28,8 @@
  *     finalizes at runtime API exits only): in a driver call's exit inside a runtime
  *     call, the runtime's exit then runs in a CUPTI torn down;
  *   - and not a launch's: on an H100 a cuptiFinalize in cudaLaunchKernel's exit callback
- *     killed launch_loop with SIGSEGV in 12 runs of 28 (CUPTI's dispatch, back from the
- *     callback, wrote to what the finalize had freed). The model is the job's driver too
+ *     killed launch_loop with SIGSEGV in 12 runs of 28 (in CUPTI's callback dispatch of a
+ *     launch, on memory the finalize had let go). The model is the job's driver too
  *     for one call that is not a launch, cuCtxGetCurrent, called back (ENTER and EXIT)
  *     where its callback id is enabled, as the library's own call to finalize in;
  *   - no CUPTI call at all, on any thread, from cuptiFinalize's start until its thread
