@@ -279,8 +279,12 @@ static int measure_step(struct inj_sched *sc, struct inj_state *s, volatile stru
 		if (!t->seen)
 			t->seen = now;
 		if (!t->first && ((uint64_t)n0 * 1000000000ull >= (uint64_t)INJ_MEASURE_STEADY * dt ||
-				  now - t->seen >= INJ_MEASURE_RAMP_NS))
+				  now - t->seen >= INJ_MEASURE_RAMP_NS)) {
 			t->first = now;
+			inj_trace("measure: launches steady (%u timed in %llu us), probes %u, config %s", n0,
+				  (unsigned long long)dt / 1000, cfg->probe_gen,
+				  cfg->seq ? "written" : "not yet written");
+		}
 		/* Nor before gpubpf has written this attach's config: from then on it says which
 		 * launch calls met its launch probes (probe_gen). It writes at once (0.1 s at
 		 * most), within the warm-up as a rule; the warm-up ends no earlier. */
