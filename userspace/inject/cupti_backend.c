@@ -256,7 +256,6 @@ static void set_callbacks(bool on);
 static bool finalize_now(void)
 {
 	CUcontext ctx = NULL;
-	int none = FIN_NONE;
 
 	if (no_finalize || !p_cuptiFinalize || !p_cuCtxGetCurrent || !__atomic_load_n(&subscribed, __ATOMIC_ACQUIRE))
 		return false;
@@ -271,7 +270,7 @@ static bool finalize_now(void)
 	tls_finalizer = true;
 	p_cuCtxGetCurrent(&ctx);
 	tls_finalizer = false;
-	if (__atomic_compare_exchange_n(&finalize_pending, &none, FIN_NONE, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&finalize_pending, __ATOMIC_ACQUIRE) == FIN_NONE)
 		return true; /* finalize_here ran */
 	__atomic_store_n(&finalize_pending, FIN_NONE, __ATOMIC_RELEASE);
 	p_cuptiEnableCallback(0, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent);
