@@ -217,3 +217,13 @@ if [ -e "$PRODLIB" ]; then
 		fail "forked-child-survives-probe-sites" "record rc $rc, child '${got% *}': $(grep -v '^gpubpf: warning' "$TMP/fork.log" | tail -3 | tr '\n' ';')"
 	fi
 fi
+
+# --no-device-time: the summary says device time was left out as asked, not that the user
+# should start the job with the library (what the H100's estimate rows were told).
+"$GPUBPF" record --no-device-time -o "$TMP/nodev.pb.gz" -- "$WL/cuda/launch_loop" --seconds 0.2 >"$TMP/nodev.log" 2>&1
+if grep -q "device time unavailable (the command was started without the injection library, as --no-device-time asks)" \
+	"$TMP/nodev.log" && ! grep -q "start the job with" "$TMP/nodev.log"; then
+	pass "no-device-time-said-as-asked"
+else
+	fail "no-device-time-said-as-asked" "$(grep wrote "$TMP/nodev.log" | cut -c1-300)"
+fi

@@ -359,8 +359,13 @@ const char *cupti__unavailable_reason(struct cupti_tracer *c)
 	if (!c->objects) {
 		const char *env = getenv("CUDA_INJECTION64_PATH");
 
+		/* asked for: the summary of an estimate run on the H100 told its user to start the
+		 * job with the library it had itself been told to leave out */
+		if (c->s->opts->command && c->s->opts->no_device_time)
+			snprintf(c->reason, sizeof(c->reason),
+				 "the command was started without the injection library, as --no-device-time asks");
 		/* record -- set it for the command: the CUDA driver did not load it */
-		if (c->s->opts->command && !c->s->opts->no_device_time && env && lib && strcmp(env, lib) == 0)
+		else if (c->s->opts->command && env && lib && strcmp(env, lib) == 0)
 			snprintf(c->reason, sizeof(c->reason),
 				 "no target had the injection library loaded: the command ran with "
 				 "CUDA_INJECTION64_PATH=%s, which a CUDA driver loads at the first CUDA call; none "
