@@ -149,8 +149,11 @@ PY
 # a run with too few windows: a loaded machine can make the cost measurement at attach
 # take 4,000-10,000 launches where it takes ~400 (seen at 4ba585e and after, alone and in
 # a full run), and repaying that from the budget holds windows back (6 windows at every 2,
-# 1 of 2 clean-clone runs).
-again='in-stated-interval\|interval-useful\|cost-measured-again\|cost-follows-the-job\|windowed'
+# 1 of 2 clean-clone runs). So is the device-bound estimate off by more than 8%: where its
+# windows came one in 8 periods, not one in 1-2 (the set-up timed dear in a full run; its
+# log did not say why), it was +8.6%, inside its +-13% (1 of 3 clean-clone runs at
+# 1fe5422; -1.5% to +1.5% in 6 runs of e2e 82 alone).
+again='in-stated-interval\|interval-useful\|cost-measured-again\|cost-follows-the-job\|windowed\|device-bound-within-8pct'
 for c in launch_bound:1000 device_bound:20000 driver_only:1000:driver nested_ids:1000:nested \
 	pytorch_replay:2000:replay cost_changes:1000:changes; do
 	IFS=: read -r name ns mode <<<"$c"
