@@ -297,35 +297,22 @@ static void finalize_settle(void)
 
 /* ---- attach / detach ------------------------------------------------------------------ */
 
+/* An object the process has loaded whose file name starts with PREFIX: its path. */
 struct loaded {
+	const char *prefix;
 	char path[256];
 };
 
-static int find_cupti(struct dl_phdr_info *info, size_t size, void *ctx)
+static int find_object(struct dl_phdr_info *info, size_t size, void *ctx)
 {
 	struct loaded *f = ctx;
 	const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
 
 	(void)size;
 	base = base ? base + 1 : info->dlpi_name;
-	if (base && strncmp(base, "libcupti", 8) == 0) {
-		snprintf(f->path, sizeof(f->path), "%s", info->dlpi_name);
-		return 1;
-	}
-	return 0;
-}
-
-static int find_driver(struct dl_phdr_info *info, size_t size, void *ctx)
-{
-	struct loaded *f = ctx;
-	const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
-
-	(void)size;
-	base = base ? base + 1 : info->dlpi_name;
-	if (!base || strncmp(base, "libcuda.so", 10) != 0)
+	if (!base || strncmp(base, f->prefix, strlen(f->prefix)) != 0)
 		return 0;
-	if (f)
-		snprintf(f->path, sizeof(f->path), "%s", info->dlpi_name);
+	snprintf(f->path, sizeof(f->path), "%s", info->dlpi_name);
 	return 1;
 }
 
@@ -334,13 +321,13 @@ static int find_driver(struct dl_phdr_info *info, size_t size, void *ctx)
 static void load_driver_call(void)
 {
 	const char *path = getenv("GPUBPF_INJECT_DRIVER_LIB");
-	struct loaded drv = {{0}};
+	struct loaded drv = {.prefix = "libcuda.so"};
 	void *h;
 
 	if (p_cuCtxGetCurrent)
 		return;
 	if (!path || !*path) {
-		if (!dl_iterate_phdr(find_driver, &drv))
+		if (!dl_iterate_phdr(find_object, &drv))
 			return;
 		path = drv.path;
 	}
@@ -376,12 +363,12 @@ static int check_version(const char *path, char *why, size_t len)
 static int load_cupti(char *why, size_t len)
 {
 	const char *path = getenv("GPUBPF_CUPTI_LIB");
-	struct loaded f = {{0}};
+	struct loaded f = {.prefix = "libcupti"};
 	int st;
 
 	if (cupti_handle)
 		return 0;
-	if (dl_iterate_phdr(find_cupti, &f)) {
+	if (dl_iterate_phdr(find_object, &f)) {
 		/* The job loaded a CUPTI itself (PyTorch does at start-up, without subscribing):
 		 * use that very one, never a second copy beside it. Whether its owner is a client
 		 * (torch.profiler, Nsight) is for cuptiSubscribe to say. */
@@ -455,13 +442,13 @@ static int subscribe(char *why, size_t len)
 		return DEV_ST_OTHER_SUBSCRIBER;
 	}
 	if (r != CUPTI_SUCCESS) {
-		struct loaded drv = {{0}};
+		struct loaded drv = {.prefix = "libcuda.so"};
 
 		/* Without a working driver CUPTI cannot start (NOT_INITIALIZED, or UNKNOWN
 		 * where the driver is missing altogether): say that, not just the code. */
 		if (r == CUPTI_ERROR_NOT_INITIALIZED || r == CUPTI_ERROR_UNKNOWN)
 			snprintf(why, len, "cuptiSubscribe: %s: %s", result_str(r),
-				 dl_iterate_phdr(find_driver, &drv)
+				 dl_iterate_phdr(find_object, &drv)
 				     ? "the CUDA driver in this process did not initialize"
 				     : "no CUDA driver in this process");
 		else
