@@ -261,6 +261,7 @@ struct cupti_tracer *cupti__new(struct session *s, int targets_fd, int comms_fd)
 	if (!c)
 		return NULL;
 	c->s = s;
+	c->links.serial = true; /* USDT links: see links.h */
 	pthread_mutex_init(&c->probe_lock, NULL);
 	/* the launch probes are in from load until the windows first take them out */
 	c->probes_on = true;
@@ -365,6 +366,10 @@ static void scan_object(void *ctx, int pid, int fd, const char *shown)
 			continue;
 		l = bpf_program__attach_usdt(probes[i].prog, attach_pid, path, DEV_PROVIDER, probes[i].name, NULL);
 
+		if (!l && errno == ESRCH) {
+			pr_debug("pid %d exited before the injection library's probes went in", pid);
+			return;
+		}
 		if (!l && probes[i].optional) {
 			pr_debug("pid %d: no %s probe in %s (an older library): %s", pid, probes[i].name, shown,
 				 strerror(errno));

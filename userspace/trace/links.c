@@ -59,7 +59,10 @@ int linkset__add(struct linkset *s, struct bpf_link *l)
 
 void linkset__destroy(struct linkset *s)
 {
-	links__destroy_all(s->v, s->n);
+	if (s->serial)
+		destroy_slice(&(struct slice){.links = s->v, .from = 0, .n = s->n, .step = 1});
+	else
+		links__destroy_all(s->v, s->n);
 	free(s->v);
 	s->v = NULL;
 	s->n = s->cap = 0;
