@@ -486,6 +486,72 @@ TEST(measurement_inside_the_windows_periods_not_counted_again)
 	CHECK(!sc.again); /* not a measurement again: the warm-up is kept */
 }
 
+/* gpubpf's launch probes going in for 400 ms (a PyTorch job's four objects, on an H100:
+ * its window was open 857 ms) from the first phase's start: no call is kept meanwhile,
+ * and the phases' clocks stand still, so the measurement gets its calls after it. Without
+ * the hold the first phase's 100 ms ran out with none kept (DEV_COST_IDLE), as the
+ * H100's PyTorch step did. */
+TEST(measurement_holds_while_probes_switch)
+{
+	uint64_t t0;
+	int want;
+
+	reset(100);
+	st.probe_gen = &cfg.probe_gen;
+	cfg.probe_gen = 4 + DEV_PROBE_GEN_OUT;
+	want = step_now();
+	/* the warm-up, probes out */
+	while (cfg.cost.state == DEV_COST_MEASURING && !st.timing.first) {
+		for (int i = 0; i < 20; i++)
+			launch(2000, 3000, want);
+		want = step_now();
+	}
+	cfg.probe_gen = 8 + DEV_PROBE_GEN_SWITCHING;
+	for (t0 = now_ns(); now_ns() - t0 < 400000000ull && cfg.cost.state == DEV_COST_MEASURING;) {
+		for (int i = 0; i < 20; i++)
+			launch(2000, 3000, want);
+		want = step_now();
+	}
+	CHECK_INT(cfg.cost.state, DEV_COST_MEASURING);
+	CHECK_INT(st.timing.phase, 0);
+	CHECK_INT(st.timing.n[0][INJ_PROBES_OUT] + st.timing.n[0][INJ_PROBES_IN], 0);
+	CHECK(st.timing.not_kept[2] > 0);
+	CHECK(st.timing.held_ns >= 300000000ull);
+	cfg.probe_gen = 12 + DEV_PROBE_GEN_IN;
+	want = measure_to_end(want);
+	printf("# held %llu ms; on %llu ns, off %llu ns, probes %u\n", (unsigned long long)st.timing.held_ns / 1000000,
+	       (unsigned long long)cfg.cost.on_ns, (unsigned long long)cfg.cost.off_ns, cfg.cost.probes);
+	CHECK_INT(cfg.cost.state, DEV_COST_DONE);
+	CHECK_INT(cfg.cost.probes, DEV_PROBES_IN);
+	CHECK(cfg.cost.on_ns > cfg.cost.off_ns + 2000 && cfg.cost.on_ns < cfg.cost.off_ns + 4000);
+	st.probe_gen = NULL;
+}
+
+/* Probes that never stop switching: the clocks are held INJ_MEASURE_HOLD_NS at most, and
+ * the measurement ends, idle, rather than run on (before its retry, INJ_REMEASURE_NS on). */
+TEST(measurement_holds_its_clocks_a_bounded_time)
+{
+	uint64_t wake, t = 1000000000ull;
+	int want;
+
+	reset(100);
+	st.probe_gen = &cfg.probe_gen;
+	cfg.probe_gen = 4 + DEV_PROBE_GEN_SWITCHING;
+	want = inj_sched_step(&sc, &st, &cfg, t, &wake);
+	for (int i = 0; i < 20; i++)
+		launch(2000, 3000, want);
+	for (uint64_t dt = 0;
+	     dt < INJ_MEASURE_WAIT_NS + INJ_MEASURE_HOLD_NS + 1000000000ull && cfg.cost.state == DEV_COST_MEASURING;
+	     dt += INJ_SLICE_NS) {
+		for (int i = 0; i < 2; i++)
+			launch(2000, 3000, want);
+		want = inj_sched_step(&sc, &st, &cfg, t + dt, &wake);
+	}
+	CHECK_INT(cfg.cost.state, DEV_COST_IDLE);
+	CHECK(st.timing.held_ns <= INJ_MEASURE_HOLD_NS);
+	st.probe_gen = NULL;
+}
+
 int main(int argc, char **argv)
 {
 	T_BEGIN(argv);
@@ -505,6 +571,8 @@ int main(int argc, char **argv)
 	RUN(measured_again_between_windows_follows_the_job);
 	RUN(measured_again_while_idle_keeps_the_figures);
 	RUN(measurement_inside_the_windows_periods_not_counted_again);
+	RUN(measurement_holds_while_probes_switch);
+	RUN(measurement_holds_its_clocks_a_bounded_time);
 	inj_state_fini(&st);
 	return T_END();
 }

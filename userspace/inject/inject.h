@@ -89,6 +89,8 @@ struct inj_timing {
 	uint64_t seen;			 /* ... the first one at all (phase 0: the job launches) */
 	uint64_t step_at;		 /* the watcher's last look */
 	uint32_t probes0;		 /* dev_config.probe_gen at the first phase's warm-up's end */
+	uint32_t probes_seen;		 /* ... at the watcher's last look */
+	uint64_t held_ns;		 /* the first phase's clock held while gpubpf's probes switched */
 	uint32_t gen;			 /* bumped at each switch: a call that spans one is not kept */
 	/* calls kept, [activity off, on][gpubpf's launch probes' state], and their durations */
 	uint32_t n[2][INJ_PROBE_STATES];
@@ -198,6 +200,7 @@ void inj_count_lost(struct inj_state *s, uint64_t n);
 #define INJ_MEASURE_SPREAD_NS 25000000ull  /* the first phase runs this long at least */
 #define INJ_MEASURE_SETTLE_NS 5000000ull   /* ... nor this long after the finalize */
 #define INJ_REMEASURE_NS 2000000000ull	   /* an idle measurement is tried again after this */
+#define INJ_MEASURE_HOLD_NS 2000000000ull  /* its first phase held at most this long */
 #define INJ_MIN_SLOT_NS 2000000ull	   /* the shortest window worth opening */
 #define INJ_RETRY_NS 1000000ull		   /* a switch not yet done is tried again after this */
 #define INJ_FOLLOWED_WAIT_NS 200000ull	   /* a window's end waits this long for its calls */
