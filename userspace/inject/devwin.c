@@ -447,10 +447,19 @@ int inj_sched_step(struct inj_sched *sc, struct inj_state *s, volatile struct de
 			sc->every_at = sc->origin + ((now - sc->origin) / big + 1) * big;
 		}
 		if (sc->origin && now >= sc->every_at) {
-			sc->every = next;
 			inj_trace("windows: every %u periods from %u", next, sc->every);
+			/* what the windows so far covered, in the new periods (the change is at a
+			 * boundary of both): periods with none before the change, a cost
+			 * measurement's or an unplanned stretch's, are the next window's to stand
+			 * in for. Zeroed, they counted for nothing: the cost_changes model's
+			 * estimate was 0.47-0.94 of the truth, 2 s of periods lost in one run. */
+			if (sc->covered) {
+				uint64_t cov = (sc->covered * sc->every + next / 2) / next;
+
+				sc->covered = cov ? cov : 1;
+			}
+			sc->every = next;
 			sc->period = UINT64_MAX; /* planned anew in the new periods */
-			sc->covered = 0;
 		}
 	}
 	period = unit * sc->every;
