@@ -111,6 +111,25 @@ static uint32_t collect(const struct inj_timing *t, int a, int ph, int p, uint32
 	return k;
 }
 
+/* For the trace: the spread of half WHAT's N durations V (sorted here, as inj_tmean does). */
+static void trace_spread(const char *what, uint32_t *v, uint32_t n)
+{
+	uint64_t sum = 0, sum90 = 0;
+	uint32_t n90 = n - n / 10;
+
+	if (inj_debug < 2 || !n)
+		return;
+	qsort(v, n, sizeof(*v), cmp_u32);
+	for (uint32_t i = 0; i < n; i++) {
+		sum += v[i];
+		sum90 += i < n90 ? v[i] : 0;
+	}
+	inj_trace("measure: %s %u calls, ns: p10 %u p25 %u p50 %u p75 %u p90 %u p99 %u max %u; mean %llu, of the "
+		  "fastest half %u, of the fastest 90%% %llu",
+		  what, n, v[n / 10], v[n / 4], v[n / 2], v[3 * n / 4], v[9 * n / 10], v[99 * n / 100], v[n - 1],
+		  (unsigned long long)(sum / n), inj_tmean(v, n), (unsigned long long)(n90 ? sum90 / n90 : 0));
+}
+
 /* The measurement is over: its figures into the config, or DEV_COST_IDLE. */
 static void measure_end(struct inj_sched *sc, struct inj_state *s, volatile struct dev_config *cfg, uint64_t now)
 {
@@ -171,10 +190,13 @@ static void measure_end(struct inj_sched *sc, struct inj_state *s, volatile stru
 	cfg->cost.probes = p == INJ_PROBES_OUT ? DEV_PROBES_OUT : p == INJ_PROBES_IN ? DEV_PROBES_IN : DEV_PROBES_MIXED;
 	/* the launch without activity before and after it: a job's drift cancels */
 	cfg->cost.off_ns = inj_tmean(off, n1);
+	trace_spread("\"off\" before", off, n1);
 	n2 = collect(t, 0, 2, p, off);
 	cfg->cost.calls += n2;
 	if (n2 >= INJ_MEASURE_MIN)
 		cfg->cost.off_ns = (cfg->cost.off_ns + inj_tmean(off, n2)) / 2;
+	trace_spread("\"off\" after", off, n2);
+	trace_spread("\"on\"", on, n3);
 	cfg->cost.on_ns = inj_tmean(on, n3);
 	cfg->cost.callback_ns = calls ? cb / calls : 0;
 	/* it set CUPTI up and tore it down once, as a window does: what gpubpf plans the
@@ -439,6 +461,7 @@ int inj_sched_step(struct inj_sched *sc, struct inj_state *s, volatile struct de
 		if (!sc->origin) {
 			/* no window planned yet (gpubpf knew the set-up's cost from the
 			 * measurement): at once, not after seconds of dear windows */
+			inj_trace("windows: every %u periods from %u", next, sc->every);
 			sc->every = sc->every_next = next;
 		} else if (next != sc->every_next) {
 			uint64_t big = unit * (next > sc->every ? next : sc->every);
@@ -494,6 +517,10 @@ int inj_sched_step(struct inj_sched *sc, struct inj_state *s, volatile struct de
 		w->close = now;
 		w->launches = __atomic_load_n(&s->ctr.launches_sampled, __ATOMIC_RELAXED) +
 			      __atomic_load_n(&s->ctr.copies_sampled, __ATOMIC_RELAXED) - w->launches;
+		inj_trace("window %u closes: slot %llu us, open %llu us from %lld us into it, %u calls followed", w->id,
+			  (unsigned long long)(w->slot_close - w->slot_open) / 1000,
+			  (unsigned long long)(now - w->open) / 1000, (long long)(w->open - w->slot_open) / 1000,
+			  (unsigned)w->launches);
 	}
 	if (!w || w->close || (!w->open && sc->period != p)) {
 		/* a slot that passed while the watcher slept is planned anew in its period */
