@@ -427,12 +427,9 @@ void cpt_win_tick(struct cupti_tracer *c)
 
 		if (!t)
 			continue;
-		/* each library plans its windows at its own measured cost's duty, once known; kept
-		 * while it measures again (it plans no window meanwhile), so that its windows
-		 * resume at once after it, not at the next tick's: a 0 there held them back,
-		 * and measurements due every 250 ms came one after another with no window */
-		t->duty_ppm =
-		    t->cost.state == DEV_COST_DONE || t->cost.state == DEV_COST_IDLE || t->taken ? (ppm ? ppm : 1) : 0;
+		/* each library plans its windows at its own measured cost's duty, once known, and
+		 * kept while it measures again: its windows resume right after, not a tick later */
+		t->duty_ppm = t->cost.state == DEV_COST_IDLE || t->taken ? (ppm ? ppm : 1) : 0;
 		t->remeasure_ms = remeasure_of(c, t);
 		if (t->addr && (t->duty_ppm != t->written_ppm || c->names_wanted != t->written_names ||
 				c->every != t->written_every || t->remeasure_ms != t->written_remeasure))
