@@ -299,7 +299,9 @@ def check_pytorch():
         result("1", "torch.profiler run", "failed (see torch-profiler.log)", "runs", "FAIL")
 
     # default mode, as a user would record: device time sampled within the budget
-    rc, out = run("train-default", [GPUBPF, "record", "-o", dflt, "--", PY, train, "--iters", str(ITERS)])
+    # with the library's trace in its log: why a measurement kept no call, where the windows were
+    rc, out = run("train-default", [GPUBPF, "record", "-o", dflt, "--", PY, train, "--iters", str(ITERS)],
+                  env={"GPUBPF_INJECT_DEBUG": "2"})
     if rc or not os.path.exists(dflt):
         result("1-2", "PyTorch loop under gpubpf (default mode)", "rc %d" % rc, "records", "FAIL")
         return
