@@ -517,10 +517,13 @@ int inj_sched_step(struct inj_sched *sc, struct inj_state *s, volatile struct de
 		w->close = now;
 		w->launches = __atomic_load_n(&s->ctr.launches_sampled, __ATOMIC_RELAXED) +
 			      __atomic_load_n(&s->ctr.copies_sampled, __ATOMIC_RELAXED) - w->launches;
-		inj_trace("window %u closes: slot %llu us, open %llu us from %lld us into it, %u calls followed", w->id,
-			  (unsigned long long)(w->slot_close - w->slot_open) / 1000,
-			  (unsigned long long)(now - w->open) / 1000, (long long)(w->open - w->slot_open) / 1000,
-			  (unsigned)w->launches);
+		inj_trace(
+		    "window %u closes: gpubpf's period %llu, k %u, slot %llu us, open %llu us from %lld us into it, "
+		    "%u calls followed",
+		    w->id, (unsigned long long)w->period, w->k,
+		    (unsigned long long)(w->slot_close - w->slot_open) / 1000,
+		    (unsigned long long)(now - w->open) / 1000, (long long)(w->open - w->slot_open) / 1000,
+		    (unsigned)w->launches);
 	}
 	if (!w || w->close || (!w->open && sc->period != p)) {
 		/* a slot that passed while the watcher slept is planned anew in its period */

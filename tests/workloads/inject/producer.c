@@ -319,6 +319,17 @@ static void windowed_truth(uint64_t kernel_ns, double per_sec)
 	for (int i = 0; i < W_BUCKETS; i++)
 		if (w_t0 + (i + 1) * W_BUCKET > from)
 			since += w_bucket[i];
+	/* PRODUCER_BUCKETS=FILE: the launches of each millisecond, "start_s count" (the start
+	 * on CLOCK_MONOTONIC, as the library's trace): the truth of each window's period */
+	if (getenv("PRODUCER_BUCKETS")) {
+		FILE *f = fopen(getenv("PRODUCER_BUCKETS"), "w");
+
+		for (int i = 0; f && i < W_BUCKETS; i++)
+			if (w_bucket[i])
+				fprintf(f, "%.6f %u\n", w_t0 + i * W_BUCKET, (unsigned)w_bucket[i]);
+		if (f)
+			fclose(f);
+	}
 	printf("producer: launches=%llu kernel_ns=%llu windowed_launches=%llu windowed_kernel_ns=%llu "
 	       "launches_per_sec=%.1f every=%u\n",
 	       (unsigned long long)all, (unsigned long long)(all * kernel_ns), (unsigned long long)since,
