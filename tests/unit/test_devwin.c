@@ -95,45 +95,66 @@ TEST(late_window_stands_in_from_then)
 	}
 }
 
+/* Windows of 0.1 s periods at DUTY (ppm), the cost measured; the time period P begins. */
+static uint64_t windows_from_period(uint64_t p, uint32_t duty)
+{
+	reset(100);
+	cfg.cost.state = DEV_COST_DONE;
+	cfg.duty_ppm = duty;
+	return p * 100000000ull;
+}
+
+/* One step of the watcher at T: the window it planned or has. */
+static volatile struct dev_win *step_at(uint64_t t)
+{
+	uint64_t wake;
+
+	inj_sched_step(&sc, &st, &cfg, t, &wake);
+	return &cfg.win[sc.cur - 1];
+}
+
+/* The watcher's steps and switches from *T until UNTIL, at its own wake times; gpubpf
+ * writes EVERY (0: as it is) after each. */
+static void steps_until(uint64_t *t, uint64_t until, uint32_t every)
+{
+	uint64_t wake;
+	int want;
+
+	while (*t < until) {
+		want = inj_sched_step(&sc, &st, &cfg, *t, &wake);
+		inj_sched_switched(&sc, &st, &cfg, want, *t, *t);
+		if (every)
+			cfg.every = every;
+		*t = wake;
+	}
+}
+
 /* Periods with no window (the cost measured again took them, or a starved watcher slept
  * through them): the next window stands in for them too, its k times theirs (the period's
  * estimate then covers them); the one after is a period's again. */
 TEST(periods_without_a_window_stood_in_for)
 {
 	const uint64_t P = 100000000ull;
-	uint64_t t = 50 * P, wake;
+	uint64_t t = windows_from_period(50, 100000);
 	volatile struct dev_win *w;
-	int want;
 
-	reset(100);
-	cfg.cost.state = DEV_COST_DONE;
-	cfg.duty_ppm = 100000;
 	/* period 50: its window opens and closes */
-	while (t < 51 * P) {
-		want = inj_sched_step(&sc, &st, &cfg, t, &wake);
-		inj_sched_switched(&sc, &st, &cfg, want, t, t);
-		t = wake;
-	}
+	steps_until(&t, 51 * P, 0);
 	w = &cfg.win[sc.cur - 1];
 	CHECK(w->close != 0);
 	CHECK_INT(w->k, 10);
 	/* the watcher next wakes in period 53: 51 and 52 had none */
 	t = 53 * P;
-	want = inj_sched_step(&sc, &st, &cfg, t, &wake);
-	w = &cfg.win[sc.cur - 1];
+	w = step_at(t);
 	CHECK_INT(w->period, 53);
 	CHECK_INT(w->k, 30);
 	CHECK_INT((w->slot_close - w->slot_open) * 10, P); /* its slot is a period's */
-	while (t < 54 * P) {
-		want = inj_sched_step(&sc, &st, &cfg, t, &wake);
-		inj_sched_switched(&sc, &st, &cfg, want, t, t);
-		t = wake;
-	}
+	steps_until(&t, 54 * P, 0);
 	CHECK(w->close != 0);
 	/* period 54: one period's window again */
-	want = inj_sched_step(&sc, &st, &cfg, t, &wake);
-	CHECK_INT(cfg.win[sc.cur - 1].period, 54);
-	CHECK_INT(cfg.win[sc.cur - 1].k, 10);
+	w = step_at(t);
+	CHECK_INT(w->period, 54);
+	CHECK_INT(w->k, 10);
 }
 
 /* Periods with no window before EVERY changes: the first window in the new periods
@@ -143,26 +164,15 @@ TEST(periods_without_a_window_stood_in_for)
 TEST(periods_without_a_window_stood_in_for_across_every)
 {
 	const uint64_t P = 100000000ull;
-	uint64_t t = 50 * P, wake;
+	uint64_t t = windows_from_period(50, 100000);
 	volatile struct dev_win *w;
-	int want;
 
-	reset(100);
-	cfg.cost.state = DEV_COST_DONE;
-	cfg.duty_ppm = 100000;
 	/* period 50: its window opens and closes; gpubpf asks for every 2 meanwhile (from 52) */
-	while (t < 51 * P) {
-		want = inj_sched_step(&sc, &st, &cfg, t, &wake);
-		inj_sched_switched(&sc, &st, &cfg, want, t, t);
-		cfg.every = 2;
-		t = wake;
-	}
+	steps_until(&t, 51 * P, 2);
 	CHECK_INT(cfg.win[sc.cur - 1].k, 10);
 	/* the watcher next wakes at 56: 51 had no window, nor 52-55 (the new periods 1 and 2) */
-	t = 56 * P;
-	want = inj_sched_step(&sc, &st, &cfg, t, &wake);
+	w = step_at(56 * P);
 	CHECK_INT(sc.every, 2);
-	w = &cfg.win[sc.cur - 1];
 	CHECK_INT(w->period, 56);
 	/* 10 slots of 2 periods, standing in for 3 of them (52-57); 51 was taken as the old
 	 * window's: the change's rounding, half a new period at most */
