@@ -227,3 +227,21 @@ if grep -q "device time unavailable (the command was started without the injecti
 else
 	fail "no-device-time-said-as-asked" "$(grep wrote "$TMP/nodev.log" | cut -c1-300)"
 fi
+
+# --no-device-time where the target has the library already (the producer links it, as a
+# job started with CUDA_INJECTION64_PATH has it): left idle, its probes never attached, no
+# device time, and the summary says so.
+MODEL=$WL/inject/libcupti_model.so
+if [ -e "$MODEL" ]; then
+	PRODUCER_ALONE=1 "$GPUBPF" record --no-device-time -o "$TMP/idle.pb.gz" -- "$PROD" model 1 1000 "$MODEL" \
+		>"$TMP/idle.log" 2>&1
+	rc=$?
+	"$GPUBPF" convert "$TMP/idle.pb.gz" -o "$TMP/idle.folded" --format folded --sample-type gpu_kernel_time \
+		>/dev/null 2>&1
+	if [ "$rc" = 0 ] && [ -e "$TMP/idle.folded" ] && [ ! -s "$TMP/idle.folded" ] &&
+		grep -q "device time unavailable (left out, as --no-device-time asks: the injection library in 1 target object stayed idle)" "$TMP/idle.log"; then
+		pass "no-device-time-leaves-a-loaded-library-idle"
+	else
+		fail "no-device-time-leaves-a-loaded-library-idle" "rc $rc, $(wc -l <"$TMP/idle.folded" 2>/dev/null) kernel stacks: $(grep wrote "$TMP/idle.log" | cut -c1-300)"
+	fi
+fi

@@ -341,7 +341,16 @@ static void scan_object(void *ctx, int pid, int fd, const char *shown)
 	int attach_pid = c->s->opts->all || c->s->opts->host_wide ? -1 : pid;
 
 	base = base ? base + 1 : shown;
-	if (strncmp(base, "libgpubpf_inject", 16) != 0 || load_bpf(c))
+	/* --no-device-time: a library already in the target (the job was started with it) is
+	 * left idle, its probes never attached; CUPTI is never set up */
+	if (strncmp(base, "libgpubpf_inject", 16) != 0)
+		return;
+	if (c->s->opts->no_device_time) {
+		pr_debug("pid %d: %s left idle (--no-device-time)", pid, shown);
+		c->left_idle++;
+		return;
+	}
+	if (load_bpf(c))
 		return;
 	/* launch last: the library turns on when launch's and records' semaphores are both
 	 * up, and by then name and status are listening too. */

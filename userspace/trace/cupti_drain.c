@@ -361,7 +361,12 @@ const char *cupti__unavailable_reason(struct cupti_tracer *c)
 
 		/* asked for: the summary of an estimate run on the H100 told its user to start the
 		 * job with the library it had itself been told to leave out */
-		if (c->s->opts->command && c->s->opts->no_device_time)
+		if (c->left_idle)
+			snprintf(c->reason, sizeof(c->reason),
+				 "left out, as --no-device-time asks: the injection library in %d target object%s "
+				 "stayed idle",
+				 c->left_idle, c->left_idle == 1 ? "" : "s");
+		else if (c->s->opts->command && c->s->opts->no_device_time)
 			snprintf(c->reason, sizeof(c->reason),
 				 "the command was started without the injection library, as --no-device-time asks");
 		/* record -- set it for the command: the CUDA driver did not load it */

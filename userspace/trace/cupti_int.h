@@ -67,6 +67,7 @@ struct cupti_tracer {
 			      * (tgid, 0, HK_TEXT) -> char *; (tgid, 0, HK_RANGES) -> struct ranges *;
 			      * (tgid, 0, HK_LIB) -> 1 */
 	int objects;
+	int left_idle; /* libraries found and left idle (--no-device-time) */
 	int targets_fd, comms_fd;
 	bool load_failed; /* the BPF object is loaded when the first library is found */
 	uint32_t max_rate;

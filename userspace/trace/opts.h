@@ -28,16 +28,16 @@ struct record_opts {
 	const char *output; /* -o */
 	enum out_format format;
 	const char *sample_type; /* --sample-type: folded's type (NULL: samples) */
-	bool inherit;	   /* follow children (off with --no-inherit) */
-	double budget;	   /* --overhead-budget, percent of each target thread's time */
-	bool exact;	   /* --exact: every probe attached all the time */
-	bool trace;	   /* --trace: write a timeline of CUDA calls (Chrome trace JSON) */
-	size_t max_events; /* --max-events: bound of the timeline */
-	bool python;	   /* Python frames (off with --no-python) */
-	bool no_device_time; /* --no-device-time: -- COMMAND without the injection library */
-	bool verbose;	   /* -v */
-	bool help;	   /* --help was asked: print usage, exit 0 */
-	int argc;	   /* the full command line, for the profile's comments */
+	bool inherit;		 /* follow children (off with --no-inherit) */
+	double budget;		 /* --overhead-budget, percent of each target thread's time */
+	bool exact;		 /* --exact: every probe attached all the time */
+	bool trace;		 /* --trace: write a timeline of CUDA calls (Chrome trace JSON) */
+	size_t max_events;	 /* --max-events: bound of the timeline */
+	bool python;		 /* Python frames (off with --no-python) */
+	bool no_device_time;	 /* --no-device-time: no device time (COMMAND without the library) */
+	bool verbose;		 /* -v */
+	bool help;		 /* --help was asked: print usage, exit 0 */
+	int argc;		 /* the full command line, for the profile's comments */
 	char **argv;
 };
 
