@@ -109,8 +109,14 @@ fi
 	>"$TMP/low.out" 2>"$TMP/low.err"
 cost=$(pprof -raw "$TMP/low.pb.gz" | sed -n 's/^Comment: cuda cost: //p')
 planned=$(echo "$cost" | sed -n 's/.*; planned \([0-9.e+-]*\)% (over the 0.01% budget, held up by its floors.*/\1/p')
+# at the floors: CPU sampling as timed in this run (0.3-0.4% as a rule, 0.82% in a clean
+# clone's full run on a loaded host, where "under 1%" failed at 1.02%) and one windowed
+# group's 0.2%, give or take; a window of device time a period would be several %
+cpu=$(echo "$cost" | sed -n 's/.*, CPU sampling \([0-9.e+-]*\)% (.*/\1/p')
+echo "# below the floors: planned ${planned}%, CPU sampling ${cpu}%"
 if grep -q 'warning: the overhead budget of 0.01% is below what gpubpf needs at the least: CPU sampling at 99 Hz' \
-	"$TMP/low.err" && [ -n "$planned" ] && python3 -c "import sys; sys.exit(0 if float('$planned') < 1 else 1)"; then
+	"$TMP/low.err" && [ -n "$planned" ] && [ -n "$cpu" ] &&
+	python3 -c "import sys; sys.exit(0 if float('$planned') <= float('$cpu') + 0.3 else 1)"; then
 	pass "budget-below-floors-said"
 else
 	fail "budget-below-floors-said" "planned '${planned}'; $(grep -v '^launch_loop' "$TMP/low.err"); $cost"

