@@ -180,11 +180,15 @@ fi
 # change. The summary states the job's share of it (the stalls' share of the thread's
 # cost), its range holding the slowdown measured against the same loop alone; the
 # self-paced spin loop above states the thread's cost as it is.
+# Alone twice, the faster taken: the device sets the loop's pace, and the host's noise can
+# only slow it (a clean clone's full run had it 0.76% under the pace, and the job "faster"
+# under gpubpf than alone).
 "$WL/cuda/launch_loop" 200000 --spin-us 4 --device-us 10 >"$TMP/dev_alone.out"
-if python3 - "$TMP/dev_alone.out" "$TMP/dev.out" "$TMP/dev.err" <<'PY'; then
+"$WL/cuda/launch_loop" 200000 --spin-us 4 --device-us 10 >"$TMP/dev_alone2.out"
+if python3 - "$TMP/dev_alone.out" "$TMP/dev_alone2.out" "$TMP/dev.out" "$TMP/dev.err" <<'PY'; then
 import re, sys
 rate = lambda f: float(re.search(r"launches_per_sec=([0-9.]+)", open(f).read()).group(1))
-alone, under, err = rate(sys.argv[1]), rate(sys.argv[2]), open(sys.argv[3]).read()
+alone, under, err = max(rate(sys.argv[1]), rate(sys.argv[2])), rate(sys.argv[3]), open(sys.argv[4]).read()
 m = re.search(r"overhead ~([0-9.e+-]+)% \(([0-9.e+-]+)-([0-9.e+-]+)%: a device set the pace; ([0-9.e+-]+)% of the thread's time\)", err)
 meas = 100 * (alone / under - 1)
 if not m:
