@@ -39,29 +39,31 @@ TEST(usdt_links_of_one_object_destroyed_whole)
 		SKIP("cannot load the device-time BPF object here: %s", strerror(errno));
 	for (int r = 0; r < 4; r++) {
 		struct linkset s = {.serial = true};
+		const char *failed = NULL;
+		int err = 0;
 
 		/* the same sites for this process and for every process: separate links, as a
 		 * session's parent and forked child get */
-		for (int pid = 0; pid < 2; pid++) {
-			for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		for (int pid = 0; pid < 2 && !failed; pid++) {
+			for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !failed; i++) {
 				struct bpf_link *l =
 				    bpf_program__attach_usdt(skel->progs.dev_name, pid ? -1 : getpid(),
 							     "/proc/self/exe", "gpubpf_links_test", names[i], NULL);
 
 				if (!l) {
-					int err = errno;
-
-					linkset__destroy(&s);
-					cupti_bpf__destroy(skel);
-					T_FAIL("attach %s: %s", names[i], strerror(err));
-				}
-				if (linkset__add(&s, l)) {
+					err = errno;
+					failed = names[i];
+				} else if (linkset__add(&s, l)) {
 					bpf_link__destroy(l);
-					linkset__destroy(&s);
-					cupti_bpf__destroy(skel);
-					T_FAIL("linkset__add: no memory");
+					err = ENOMEM;
+					failed = "linkset__add";
 				}
 			}
+		}
+		if (failed) {
+			linkset__destroy(&s);
+			cupti_bpf__destroy(skel);
+			T_FAIL("attach %s: %s", failed, strerror(err));
 		}
 		gpubpf_links_test_sites(r, r);
 		linkset__destroy(&s);
