@@ -63,8 +63,9 @@ void cuda__on_launch_probes(struct cuda_tracer *c, void (*fn)(void *arg, int eve
  * attach that follows at once puts its breakpoints in within ~0.05 ms instead of 4-12 ms.
  * -ENOTSUP without uprobe_multi links or a calibration. */
 int cuda__warm(struct cuda_tracer *c);
-/* Calls of group G belong to window ID from now on (0: not windowed). */
-void cuda__set_window(struct cuda_tracer *c, int g, uint32_t id);
+/* Calls of group G belong to window ID from now on (0: not windowed), those that enter in
+ * [OPEN, CLOSE) (CLOCK_MONOTONIC seconds; CLOSE 0: until the next) only. */
+void cuda__set_window(struct cuda_tracer *c, int g, uint32_t id, double open, double close);
 /* The per-thread costs of group G in window ID (struct cuda_tstate): up to MAX into OUT,
  * their thread ids into TIDS. Returns how many. */
 int cuda__window_threads(struct cuda_tracer *c, int g, uint32_t id, uint32_t *tids, struct cuda_tstate *out, int max);

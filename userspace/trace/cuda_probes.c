@@ -158,10 +158,18 @@ void cuda__on_launch_probes(struct cuda_tracer *c, void (*fn)(void *arg, int eve
 		usleep(1000);
 }
 
-void cuda__set_window(struct cuda_tracer *c, int g, uint32_t id)
+void cuda__set_window(struct cuda_tracer *c, int g, uint32_t id, double open, double close)
 {
 	if (g < 0 || g >= CG__COUNT)
 		return;
+	/* the bounds first: a call that sees the new id with the old bounds (past) counts
+	 * in no window, never in the wrong one */
+	if (id && id != CUDA_WINDOW_CLOSED) {
+		__atomic_store_n(&c->skel->bss->window_open_ns[g], (uint64_t)(open > 0 ? open * 1e9 : 0),
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&c->skel->bss->window_close_ns[g], close > 0 ? (uint64_t)(close * 1e9) : UINT64_MAX,
+				 __ATOMIC_RELAXED);
+	}
 	__atomic_store_n(&c->skel->bss->window_id[g], id, __ATOMIC_RELEASE);
 }
 

@@ -20,24 +20,28 @@ int est_slots(double d, double len, double min_slot)
 	return k < 1 ? 1 : (int)k;
 }
 
-int est_pick(int k, double u)
+double est_place(const struct est_segment *seg, int k, double u, double *open, double *close, double *tail)
 {
-	int j;
+	double span = seg->end - seg->start, len, off;
 
-	if (k <= 1 || !(u > 0))
-		return 0;
-	j = (int)(u * k);
-	return j >= k ? k - 1 : j;
-}
-
-double est_slot(const struct est_segment *seg, int k, int j, double *open, double *close)
-{
-	double len = (seg->end - seg->start) / (k > 0 ? k : 1);
-
-	*open = seg->start + j * len;
-	/* the last slot ends where the segment does, whatever the rounding */
-	*close = j + 1 >= k ? seg->end : seg->start + (j + 1) * len;
-	return seg->weight * (k > 0 ? k : 1);
+	*tail = 0;
+	if (k <= 1 || !(span > 0)) {
+		*open = seg->start;
+		*close = seg->end;
+		return seg->weight;
+	}
+	len = span / k;
+	off = (u > 0 && u < 1 ? u : 0) * span;
+	if (off + len <= span) {
+		*open = seg->start + off;
+		*close = fmin(*open + len, seg->end);
+	} else {
+		/* past the end it goes on from the start: both pieces, in time order */
+		*open = seg->start;
+		*close = seg->start + (off + len - span);
+		*tail = seg->start + off;
+	}
+	return seg->weight * k;
 }
 
 struct est_segment est_segment_split(double t, double end, double w)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -85,7 +86,7 @@ struct windows *windows__new(struct cuda_tracer *c, struct governor *gv, double 
 		w->gs[g].windowed = !gv->exact && !gv->g[g].always;
 		/* until the recording starts, calls of windowed groups count nowhere */
 		if (w->gs[g].windowed)
-			cuda__set_window(c, g, CUDA_WINDOW_CLOSED);
+			cuda__set_window(c, g, CUDA_WINDOW_CLOSED, 0, 0);
 	}
 	w->next_id = 1;
 	w->lead = 0.001;
@@ -123,21 +124,6 @@ static struct wrec *rec_of(struct windows *w, uint32_t id)
 }
 
 /* ---- the thread's side ---------------------------------------------------------------- */
-
-static void plan_segment(struct windows *w, int g, struct est_segment seg, double d, bool first)
-{
-	struct gstate *s = &w->gs[g];
-	int k = est_slots(d, seg.end - seg.start, MIN_SLOT), j = est_pick(k, erand48(w->xsubi));
-
-	s->seg = seg;
-	s->slot_len = 0;
-	s->weight = est_slot(&seg, k, j, &s->wopen, &s->wclose);
-	s->first = first;
-	s->warmed = false;
-	if (first && s->wclose > seg.start + FIRST_MEASURE)
-		s->wclose = seg.start + FIRST_MEASURE;
-	s->pending = true;
-}
 
 static void arm_guard(struct windows *w, int g, double t)
 {
@@ -232,9 +218,7 @@ static void open_window(struct windows *w, int g)
 	r->period = w->pi;
 	r->weight = s->weight;
 	/* segments before it whose window never opened: it stands in for them too */
-	if (s->owed > 0 && s->seg.end > s->seg.start)
-		r->weight *= 1 + s->owed / (s->seg.weight * (s->seg.end - s->seg.start));
-	s->owed = 0;
+	windows_stand_in(s, &r->weight);
 	r->planned = s->slot_len > 0 ? s->slot_len : s->wclose - s->wopen;
 	s->slot_len = 0;
 	{
@@ -244,12 +228,54 @@ static void open_window(struct windows *w, int g)
 			est_period_plan(p, w->period, r->weight);
 	}
 	pthread_mutex_unlock(&w->lock);
-	cuda__set_window(w->c, g, id);
-	r->open = now_s();
+	/* written ahead of its slot (AHEAD_S), the gate opens exactly at it */
+	r->bound = s->wclose;
+	cuda__set_window(w->c, g, id, s->wopen, s->wclose);
+	r->open = fmax(now_s(), s->wopen);
 	s->pending = false;
 	s->cur = r;
 	w->windows++;
 	arm_guard(w, g, r->open);
+}
+
+/* Group G's pending window is due at T. One that opens late (the thread woke late, or
+ * was held in a detach, or its attach took longer than the lead, or came as it opened at
+ * a period's start: 5-18 ms was seen on a
+ * loaded machine, past slots of 2-10 ms) keeps its slot's length from now, within its
+ * segment, and is weighed for the length it gets (w_eff). Opened for what was left of its
+ * slot, a window of 0.1 ms stood for a slot of 5 ms and saw nothing; dropped, one past
+ * its slot lost a sampled period (1-3% low). With no room left for it, the next window
+ * stands in for it. */
+static void open_due(struct windows *w, int g, double t)
+{
+	struct gstate *s = &w->gs[g];
+	double limit = s->nafter ? s->after[0].open : s->seg.end, late;
+	bool room = true;
+
+	/* probes out at a period's start: their attach (a grace period, 10-14 ms here) is
+	 * part of how late the window opens */
+	if (!s->attached) {
+		attach(w, g);
+		t = now_s();
+	}
+	late = t - s->wopen;
+
+	if (late > LATE_S) {
+		w->late++;
+		w->late_s += late;
+		room = t + MIN_SLOT / 2 < limit;
+		if (room) {
+			if (!(s->slot_len > 0))
+				s->slot_len = s->wclose - s->wopen;
+			w->moved += t >= s->wclose;
+			s->wopen = t;
+			s->wclose = fmin(t + s->slot_len, limit);
+		}
+	}
+	if (room && t < s->wclose)
+		open_window(w, g);
+	else
+		windows_miss(w, s);
 }
 
 /* Close group G's window now: its gate first (the window ends exactly here), then its
@@ -263,8 +289,9 @@ static void close_window(struct windows *w, int g, bool keep, bool cut)
 
 	if (!r)
 		return;
-	cuda__set_window(w->c, g, CUDA_WINDOW_CLOSED);
-	r->close = now_s();
+	cuda__set_window(w->c, g, CUDA_WINDOW_CLOSED, 0, 0);
+	/* the gate closed at its bound, however late this thread woke */
+	r->close = fmin(now_s(), r->bound);
 	r->cut = cut;
 	len = r->close - r->open;
 	pthread_mutex_lock(&w->lock);
@@ -274,9 +301,9 @@ static void close_window(struct windows *w, int g, bool keep, bool cut)
 	pr_debug("window %u of %s: %.2f ms (%.6f-%.6f s, CLOCK_MONOTONIC), its busiest thread %.3f ms in probes; "
 		 "%.3f ms with no window open before it",
 		 r->id, cuda_group_names[g], len * 1e3, r->open, r->close, busiest * 1e3, closed * 1e3);
-	/* Timers fire late and early by a little: the window saw its slot's instants in
-	 * proportion to its length. A window cut short keeps its design weight: the rest of
-	 * its slot is sampled on its own. */
+	/* A window opened late (its gate written after its slot began) saw its slot's
+	 * instants in proportion to its length. A window cut short keeps its design weight:
+	 * the rest of its slot is sampled on its own. */
 	r->w_eff = r->weight;
 	if (!cut && len > 0 && r->planned > 0 && r->weight > 1)
 		r->w_eff = r->weight * r->planned / len;
@@ -317,12 +344,13 @@ static void end_window(struct windows *w, int g, double t)
 		pthread_mutex_lock(&w->lock);
 		governor__plan(w->gv);
 		pthread_mutex_unlock(&w->lock);
-		plan_segment(w, g, rest, w->gv->g[g].duty, false);
+		windows_plan(w, g, rest, w->gv->g[g].duty, false, false);
 	} else {
 		close_window(w, g, false, false);
+		windows_next_piece(s); /* the slot's second piece, if it has one */
 	}
-	if (s->pending && s->wopen <= t)
-		open_window(w, g);
+	if (s->pending && s->wopen - AHEAD_S <= t)
+		open_due(w, g, t);
 }
 
 static void guard_check(struct windows *w, double t)
@@ -355,33 +383,12 @@ static void guard_check(struct windows *w, double t)
 				    cuda_group_names[g], n, dt * 1e3, k);
 				close_window(w, g, false, true);
 				w->cuts++;
-				plan_segment(w, g, est_segment_split(t, end, weight), d, false);
+				windows_plan(w, g, est_segment_split(t, end, weight), d, false, true);
 				continue;
 			}
 		}
 		arm_guard(w, g, t);
 	}
-}
-
-/* The window planned for S's segment never opened (the thread woke after the segment, or
- * after the period, ended: a warm-up of 20 ms was seen, past parts of 25 ms): the next
- * window stands in for that time, as one moved past its slot does for its slot (lost, it
- * made the estimate 25% low with 8 parts a 0.2 s period). */
-static void miss(struct windows *w, struct gstate *s)
-{
-	s->pending = false;
-	s->owed += s->seg.weight * (s->seg.end - s->seg.start);
-	w->missed++;
-}
-
-/* Part I of the current period's STRATA equal parts (the last ends with the period). */
-static struct est_segment stratum(const struct windows *w, int i, int strata)
-{
-	double len = w->period / strata;
-	struct est_segment seg = {.start = w->period_start + i * len, .weight = 1};
-
-	seg.end = i + 1 < strata ? seg.start + len : w->period_start + w->period;
-	return seg;
 }
 
 static void new_period(struct windows *w)
@@ -399,15 +406,15 @@ static void new_period(struct windows *w)
 		if (!s->windowed)
 			continue;
 		close_window(w, g, false, false);
-		if (s->pending)
-			miss(w, s);
+		while (s->pending)
+			windows_miss(w, s);
 		/* one slot in each part of the period (governor.c, strata_for) */
 		s->strata = !first && w->gv->g[g].strata > 1 ? w->gv->g[g].strata : 1;
 		s->stratum = 0;
-		plan_segment(w, g, stratum(w, 0, s->strata), w->gv->g[g].duty, first);
+		windows_plan(w, g, windows_stratum(w, 0, s->strata), w->gv->g[g].duty, first, false);
 		/* open from the boundary: the probes stay, the calls go to the new window */
-		if (s->wopen <= w->period_start)
-			open_window(w, g);
+		if (s->wopen - AHEAD_S <= w->period_start)
+			open_due(w, g, now_s());
 	}
 }
 
@@ -419,6 +426,8 @@ static void *run(void *arg)
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	/* its wake-ups on time within AHEAD_S: not the 50 us a thread's timers may slip */
+	prctl(PR_SET_TIMERSLACK, 1000UL);
 	for (;;) {
 		struct pollfd pf[2] = {{.fd = w->stop_fd, .events = POLLIN}, {.fd = rb_fd, .events = POLLIN}};
 		double t = now_s(), next = t + GUARD_S;
@@ -444,35 +453,25 @@ static void *run(void *arg)
 			/* the window of this part of the period is over (or was dropped): the next */
 			if (!s->cur && !s->pending && s->stratum + 1 < s->strata) {
 				s->stratum++;
-				plan_segment(w, g, stratum(w, s->stratum, s->strata), w->gv->g[g].duty, false);
+				windows_plan(w, g, windows_stratum(w, s->stratum, s->strata), w->gv->g[g].duty, false,
+					     false);
 			}
 			if (!s->cur && s->pending && !s->attached && !s->warmed && t >= s->wopen - w->lead)
 				warm(w, g);
-			if (!s->cur && s->pending && t >= s->wopen) {
-				if (t - s->wopen > LATE_S) {
-					w->late++;
-					w->late_s += t - s->wopen;
-				}
-				/* This thread woke after the whole slot (a loaded machine: 5-18 ms
-				 * late was seen, past slots of 10 ms). Dropping it lost a sampled
-				 * period (1-3% low); instead the slot's length from now, within its
-				 * segment, stands in for it, weighed by the length it gets (w_eff). */
-				if (t >= s->wclose && t + MIN_SLOT / 2 < s->seg.end) {
-					s->slot_len = s->wclose - s->wopen;
-					s->wopen = t;
-					s->wclose = fmin(t + s->slot_len, s->seg.end);
-					w->moved++;
-				}
-				if (t < s->wclose)
-					open_window(w, g);
-				else
-					miss(w, s); /* its segment is over: the next window stands in */
-			}
+			/* Putting breakpoints in stalls the job for a moment (50-300 us here): just
+			 * before a window, it pushed a steady loop's tick into it (+25% in those
+			 * windows). Ahead by INSERT_S, the job has caught up by then. */
+			if (!s->cur && s->pending && s->warmed && !s->attached && t >= s->wopen - INSERT_S)
+				attach(w, g);
+			if (!s->cur && s->pending && t >= s->wopen - AHEAD_S)
+				open_due(w, g, t);
 			maybe_detach(w, g, t);
 			if (s->cur && s->wclose < next)
 				next = s->wclose;
 			if (!s->cur && s->pending)
-				next = fmin(next, s->attached || s->warmed ? s->wopen : s->wopen - w->lead);
+				next = fmin(next, s->attached ? s->wopen - AHEAD_S
+						  : s->warmed ? s->wopen - INSERT_S
+							      : s->wopen - w->lead);
 			if (s->detach_at > 0 && s->attached)
 				next = fmin(next, t + 0.005);
 		}
@@ -522,7 +521,7 @@ int windows__start(struct windows *w)
 		if (!s->windowed)
 			continue;
 		s->attached = true;
-		plan_segment(w, g, seg, w->gv->g[g].duty, !w->gv->g[g].measured);
+		windows_plan(w, g, seg, w->gv->g[g].duty, !w->gv->g[g].measured, false);
 		if (s->wopen <= t)
 			open_window(w, g);
 		else

@@ -21,7 +21,10 @@
 #define GUARD_S 0.05	   /* the guard looks at least this often */
 #define FIRST_MEASURE 0.03 /* a group's first window, before anything is known of it */
 #define MIN_SLOT 0.002	   /* the shortest window worth opening */
+#define PIECES_MAX 3	   /* a cut window's rest in two pieces, its slot's second */
 #define LATE_S 0.0005	   /* a window opened later than this after its slot began is late */
+#define AHEAD_S 0.0002	   /* a window's gate is written this early, its bounds exact */
+#define INSERT_S 0.0004	   /* warmed probes' breakpoints go in this early (see windows.c) */
 #define LEAD_N 9	   /* attaches the lead is the median of */
 #define FLOOR_WARN 1.25	   /* the plan this many times the budget, held up by its floors: warned of */
 
@@ -39,6 +42,7 @@ struct wrec {
 	double planned; /* the slot's length */
 	double open;	/* the gate opened: calls count from here */
 	double close;	/* ... and closed */
+	double bound;	/* the gate's end, written with it: calls count until then at most */
 	bool cut;	/* the guard or the end of the recording cut it short */
 	bool final;	/* its books are closed */
 	double w_eff;	/* the weight, for its realized length */
@@ -48,13 +52,21 @@ struct wrec {
 
 /* A group's plan in the current segment. Probes go in a little before a window opens
  * (attaching takes time) and come out a little after it closes (calls in flight return),
- * counting nothing then: a window is exactly the time its gate (window_id) is open. */
+ * counting nothing then: a window is exactly the time its gate (window_id, and its bounds)
+ * is open. */
 struct gstate {
 	bool windowed;
 	struct est_segment seg;
-	double wopen, wclose; /* the slot drawn */
+	double wopen, wclose; /* the slot drawn: its piece to come next */
 	double slot_len;      /* > 0: the slot's length, when its window was moved (late) */
 	double weight;
+	/* Pieces still to come after it, in time order: a slot that ran past its segment's
+	 * end goes on from the start (est_place), and the rest of a window the guard cut is
+	 * sampled before what is left of its slot. */
+	struct piece {
+		double open, close, weight;
+	} after[PIECES_MAX];
+	int nafter;
 	bool attached;	     /* the probes are in */
 	bool warmed;	     /* the kernel warmed for the attach at the slot's start (cuda__warm) */
 	bool pending;	     /* the slot drawn is still to come */
@@ -111,6 +123,28 @@ struct windows {
  * thread's probe time with no window open since the last window (windows_books.c). */
 void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busiest, double *all, double *hits,
 			  double *closed);
+
+/* Group G's window for SEG at duty D (FIRST: the group's measuring window), drawn at
+ * random; KEEP: the pieces still to come stay after it (the guard's rest of a cut window;
+ * windows_plan.c). */
+void windows_plan(struct windows *w, int g, struct est_segment seg, double d, bool first, bool keep);
+
+/* The next piece to come, if any, becomes the one pending. */
+bool windows_next_piece(struct gstate *s);
+
+/* Segments whose window never opened (S->owed): WEIGHT, and the rest of the slot's, stand
+ * in for them too. */
+void windows_stand_in(struct gstate *s, double *weight);
+
+/* The window planned for S's segment never opened (the thread woke after the segment, or
+ * after the period, ended: a warm-up of 20 ms was seen, past parts of 25 ms): the next
+ * window stands in for that time, as one moved past its slot does for its slot (lost, it
+ * made the estimate 25% low with 8 parts a 0.2 s period). The next piece, if any, is
+ * pending then. */
+void windows_miss(struct windows *w, struct gstate *s);
+
+/* Part I of the current period's STRATA equal parts (the last ends with the period). */
+struct est_segment windows_stratum(const struct windows *w, int i, int strata);
 
 /* The budget is well below the plan's floors: said once, with what to change (under
  * w->lock; windows_report.c). */

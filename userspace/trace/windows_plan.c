@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: MIT
+/* Where a group's windows go: a segment of time (a period, or a part of one, or the rest
+ * of a window the guard cut) gets one window of 1/K of it at a random place (est_place),
+ * in one piece or, where it ran past the segment's end, two; the pieces wait in the
+ * group's state until their time (the window thread's side, windows.c). */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "windows_int.h"
+
+/* A piece at the front of those still to come (it comes before them). */
+static void push_front(struct gstate *s, double open, double close, double weight)
+{
+	if (s->nafter >= PIECES_MAX)
+		s->nafter = PIECES_MAX - 1; /* cannot happen: the guard cuts one window at a time */
+	memmove(s->after + 1, s->after, (size_t)s->nafter * sizeof(*s->after));
+	s->after[0] = (struct piece){open, close, weight};
+	s->nafter++;
+}
+
+void windows_plan(struct windows *w, int g, struct est_segment seg, double d, bool first, bool keep)
+{
+	struct gstate *s = &w->gs[g];
+	int k = est_slots(d, seg.end - seg.start, MIN_SLOT);
+	double tail;
+
+	if (!keep)
+		s->nafter = 0;
+	s->seg = seg;
+	s->slot_len = 0;
+	s->weight = est_place(&seg, k, erand48(w->xsubi), &s->wopen, &s->wclose, &tail);
+	s->first = first;
+	s->warmed = false;
+	if (first && s->wclose > seg.start + FIRST_MEASURE)
+		s->wclose = seg.start + FIRST_MEASURE;
+	/* a first window's measurement plans the rest of its segment anew */
+	if (tail > 0 && !first)
+		push_front(s, tail, seg.end, s->weight);
+	s->pending = true;
+}
+
+bool windows_next_piece(struct gstate *s)
+{
+	if (!s->nafter)
+		return false;
+	s->wopen = s->after[0].open;
+	s->wclose = s->after[0].close;
+	s->weight = s->after[0].weight;
+	s->nafter--;
+	memmove(s->after, s->after + 1, (size_t)s->nafter * sizeof(*s->after));
+	s->slot_len = 0;
+	s->first = false;
+	s->warmed = false;
+	s->pending = true;
+	return true;
+}
+
+void windows_stand_in(struct gstate *s, double *weight)
+{
+	double f;
+
+	if (!(s->owed > 0) || !(s->seg.end > s->seg.start))
+		return;
+	f = 1 + s->owed / (s->seg.weight * (s->seg.end - s->seg.start));
+	*weight *= f;
+	/* the rest of this slot stands in as much */
+	for (int i = 0; i < s->nafter; i++)
+		s->after[i].weight *= f;
+	s->owed = 0;
+}
+
+void windows_miss(struct windows *w, struct gstate *s)
+{
+	double len = s->slot_len > 0 ? s->slot_len : s->wclose - s->wopen;
+
+	s->pending = false;
+	/* what the piece would have seen, at weight 1; a first window, the whole segment (the
+	 * rest of it was to be planned at its end) */
+	if (s->first)
+		s->owed += s->seg.weight * (s->seg.end - s->seg.start);
+	else if (len > 0)
+		s->owed += s->weight * len;
+	w->missed++;
+	windows_next_piece(s);
+}
+
+struct est_segment windows_stratum(const struct windows *w, int i, int strata)
+{
+	double len = w->period / strata;
+	struct est_segment seg = {.start = w->period_start + i * len, .weight = 1};
+
+	seg.end = i + 1 < strata ? seg.start + len : w->period_start + w->period;
+	return seg;
+}
