@@ -137,36 +137,6 @@ static void arm_guard(struct windows *w, int g, double t)
 	cuda__arm_guard(w->c, g, hits[g] + (uint64_t)(allow > 1 ? allow : 1));
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* How early to attach, from the last N attaches' durations TOOK: their median and 0.3 ms.
- * An attach waits for the kernel (a grace period: ~4-10 ms here) and puts the breakpoints
- * in at its end; from then until the window opens every call pays its trap and counts
- * nowhere. The slowest attach seen, doubled, made that 10 ms a window in a launch loop, as
- * much as the window itself; at the median, half the windows open late by a millisecond
- * or so, weighed for the length they got (w_eff). */
-static double lead_of(const double *took, unsigned n)
-{
-	double t[LEAD_N];
-
-	if (!n)
-		return 0.001;
-	memcpy(t, took, n * sizeof(*t));
-	qsort(t, n, sizeof(*t), cmp_double);
-	return t[n / 2] + 0.0003;
-}
-
-static void note_took(struct windows *w, double took)
-{
-	w->took[w->ntook++ % LEAD_N] = took;
-	w->lead = fmin(lead_of(w->took, w->ntook < LEAD_N ? w->ntook : LEAD_N), 0.05);
-}
-
 /* Probes in for a window about to open (its gate still closed). */
 static void attach(struct windows *w, int g)
 {
@@ -181,7 +151,7 @@ static void attach(struct windows *w, int g)
 	/* the next ones start this much earlier, and then some */
 	took = now_s() - t0;
 	if (!s->warmed)
-		note_took(w, took);
+		windows_note_took(w, took);
 }
 
 /* Ahead of group G's window: the kernel warmed for its attach, which then puts the
@@ -197,7 +167,7 @@ static void warm(struct windows *w, int g)
 		return;
 	}
 	s->warmed = true;
-	note_took(w, now_s() - t0);
+	windows_note_took(w, now_s() - t0);
 }
 
 static void open_window(struct windows *w, int g)
@@ -228,7 +198,7 @@ static void open_window(struct windows *w, int g)
 			est_period_plan(p, w->period, r->weight);
 	}
 	pthread_mutex_unlock(&w->lock);
-	/* written ahead of its slot (AHEAD_S), the gate opens exactly at it */
+	/* written ahead of its slot (windows_ahead), the gate opens exactly at it */
 	r->bound = s->wclose;
 	cuda__set_window(w->c, g, id, s->wopen, s->wclose);
 	r->open = fmax(now_s(), s->wopen);
@@ -297,6 +267,8 @@ static void close_window(struct windows *w, int g, bool keep, bool cut)
 	pthread_mutex_lock(&w->lock);
 	windows_read_threads(w, g, r, &busiest, &all, &hits, &closed);
 	governor__observe(w->gv, g, busiest, all, hits, len);
+	if (len > 0.001)
+		s->rate = s->rate > 0 ? (s->rate + hits / len) / 2 : hits / len;
 	governor__observe_closed(w->gv, g, closed);
 	pr_debug("window %u of %s: %.2f ms (%.6f-%.6f s, CLOCK_MONOTONIC), its busiest thread %.3f ms in probes; "
 		 "%.3f ms with no window open before it",
@@ -349,7 +321,7 @@ static void end_window(struct windows *w, int g, double t)
 		close_window(w, g, false, false);
 		windows_next_piece(s); /* the slot's second piece, if it has one */
 	}
-	if (s->pending && s->wopen - AHEAD_S <= t)
+	if (s->pending && s->wopen - windows_ahead(s, false) <= t)
 		open_due(w, g, t);
 }
 
@@ -413,7 +385,7 @@ static void new_period(struct windows *w)
 		s->stratum = 0;
 		windows_plan(w, g, windows_stratum(w, 0, s->strata), w->gv->g[g].duty, first, false);
 		/* open from the boundary: the probes stay, the calls go to the new window */
-		if (s->wopen - AHEAD_S <= w->period_start)
+		if (s->wopen - windows_ahead(s, false) <= w->period_start)
 			open_due(w, g, now_s());
 	}
 }
@@ -458,19 +430,17 @@ static void *run(void *arg)
 			}
 			if (!s->cur && s->pending && !s->attached && !s->warmed && t >= s->wopen - w->lead)
 				warm(w, g);
-			/* Putting breakpoints in stalls the job for a moment (50-300 us here): just
-			 * before a window, it pushed a steady loop's tick into it (+25% in those
-			 * windows). Ahead by INSERT_S, the job has caught up by then. */
-			if (!s->cur && s->pending && s->warmed && !s->attached && t >= s->wopen - INSERT_S)
+			if (!s->cur && s->pending && s->warmed && !s->attached &&
+			    t >= s->wopen - windows_ahead(s, true))
 				attach(w, g);
-			if (!s->cur && s->pending && t >= s->wopen - AHEAD_S)
+			if (!s->cur && s->pending && t >= s->wopen - windows_ahead(s, false))
 				open_due(w, g, t);
 			maybe_detach(w, g, t);
 			if (s->cur && s->wclose < next)
 				next = s->wclose;
 			if (!s->cur && s->pending)
-				next = fmin(next, s->attached ? s->wopen - AHEAD_S
-						  : s->warmed ? s->wopen - INSERT_S
+				next = fmin(next, s->attached ? s->wopen - windows_ahead(s, false)
+						  : s->warmed ? s->wopen - windows_ahead(s, true)
 							      : s->wopen - w->lead);
 			if (s->detach_at > 0 && s->attached)
 				next = fmin(next, t + 0.005);

@@ -23,8 +23,10 @@
 #define MIN_SLOT 0.002	   /* the shortest window worth opening */
 #define PIECES_MAX 3	   /* a cut window's rest in two pieces, its slot's second */
 #define LATE_S 0.0005	   /* a window opened later than this after its slot began is late */
-#define AHEAD_S 0.0002	   /* a window's gate is written this early, its bounds exact */
-#define INSERT_S 0.0004	   /* warmed probes' breakpoints go in this early (see windows.c) */
+#define AHEAD_S 0.0002	   /* a window's gate is written this early, its bounds exact ... */
+#define AHEAD_HITS 2	   /* ... at most as early as this many of its group's calls take */
+#define INSERT_S 0.0004	   /* warmed probes' breakpoints go in this early ... */
+#define INSERT_HITS 4	   /* ... at most as early as this many calls take (windows_ahead) */
 #define LEAD_N 9	   /* attaches the lead is the median of */
 #define FLOOR_WARN 1.25	   /* the plan this many times the budget, held up by its floors: warned of */
 
@@ -72,6 +74,7 @@ struct gstate {
 	bool pending;	     /* the slot drawn is still to come */
 	bool first;	     /* the first, measuring window */
 	int stratum, strata; /* the part of the period planned, of how many (governor's strata) */
+	double rate;	     /* its calls a second in its last windows, all threads' */
 	double owed;	     /* seconds of segments whose window never opened (the thread woke too
 			      * late), at weight 1: the next window stands in for them */
 	double detach_at;    /* > 0: detach once calls in flight have returned */
@@ -128,6 +131,19 @@ void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busi
  * random; KEEP: the pieces still to come stay after it (the guard's rest of a cut window;
  * windows_plan.c). */
 void windows_plan(struct windows *w, int g, struct est_segment seg, double d, bool first, bool keep);
+
+/* An attach took TOOK seconds: the lead for the next ones (windows_plan.c). */
+void windows_note_took(struct windows *w, double took);
+
+/* How early before S's window its gate is written, or (INSERT) its warmed probes go in.
+ * Putting breakpoints in stalls the job for a moment (50-300 us here): just before a
+ * window it pushed a steady loop's tick into it (+25% in those windows), and a thread's
+ * wake-up a little late met the tick where the CPU was busy with it. Ahead, the job has
+ * caught up and the gate's bounds are exact. But each call in that time pays its trap
+ * and counts nowhere: a group whose calls come fast (a launch-bound loop's 200k a second
+ * paid 120 traps a window) goes no earlier than a few of its calls, and a stall before
+ * a busy thread's window only moves all its calls later, not in or out of it. */
+double windows_ahead(const struct gstate *s, bool insert);
 
 /* The next piece to come, if any, becomes the one pending. */
 bool windows_next_piece(struct gstate *s);

@@ -1,13 +1,54 @@
 // SPDX-License-Identifier: MIT
-/* Where a group's windows go: a segment of time (a period, or a part of one, or the rest
- * of a window the guard cut) gets one window of 1/K of it at a random place (est_place),
- * in one piece or, where it ran past the segment's end, two; the pieces wait in the
- * group's state until their time (the window thread's side, windows.c). */
+/* Where a group's windows go, and how early the window thread acts for them: a segment
+ * of time (a period, or a part of one, or the rest of a window the guard cut) gets one
+ * window of 1/K of it at a random place (est_place), in one piece or, where it ran past
+ * the segment's end, two; the pieces wait in the group's state until their time (the
+ * window thread's side, windows.c). */
 #define _GNU_SOURCE
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "windows_int.h"
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* How early to attach, from the last N attaches' durations TOOK: their median and 0.3 ms.
+ * An attach waits for the kernel (a grace period: ~4-10 ms here) and puts the breakpoints
+ * in at its end; from then until the window opens every call pays its trap and counts
+ * nowhere. The slowest attach seen, doubled, made that 10 ms a window in a launch loop, as
+ * much as the window itself; at the median, half the windows open late by a millisecond
+ * or so, weighed for the length they got (w_eff). */
+static double lead_of(const double *took, unsigned n)
+{
+	double t[LEAD_N];
+
+	if (!n)
+		return 0.001;
+	memcpy(t, took, n * sizeof(*t));
+	qsort(t, n, sizeof(*t), cmp_double);
+	return t[n / 2] + 0.0003;
+}
+
+void windows_note_took(struct windows *w, double took)
+{
+	w->took[w->ntook++ % LEAD_N] = took;
+	w->lead = fmin(lead_of(w->took, w->ntook < LEAD_N ? w->ntook : LEAD_N), 0.05);
+}
+
+double windows_ahead(const struct gstate *s, bool insert)
+{
+	double a = s->rate > 0 ? fmin(AHEAD_S, AHEAD_HITS / s->rate) : AHEAD_S;
+
+	if (insert)
+		a = fmax(a, s->rate > 0 ? fmin(INSERT_S, INSERT_HITS / s->rate) : INSERT_S);
+	return a;
+}
 
 /* A piece at the front of those still to come (it comes before them). */
 static void push_front(struct gstate *s, double open, double close, double weight)
