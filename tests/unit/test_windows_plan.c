@@ -3,8 +3,8 @@
  * wrapping past the segment's end into a second piece; every instant inside with
  * probability 1/K, edges included; pieces missed owe what they would have seen, and the
  * next window (both its pieces) stands in for it; the guard's rest of a cut window comes
- * before what is left of its slot; the gate and the probes go in ahead by at most a few
- * of the group's calls. */
+ * before what is left of its slot (a piece that finds no room is owed); the gate and the
+ * probes go in ahead by at most a few of the group's calls. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -137,6 +137,25 @@ TEST(guard_rest_before_second_piece)
 	free(w);
 }
 
+/* Three pieces to come and the guard's rest wraps again: the last piece goes, owed. */
+TEST(pieces_full)
+{
+	struct windows *w = wins(13);
+	struct est_segment seg = {.start = 0, .end = 1, .weight = 1};
+	struct gstate *s = &w->gs[0];
+	int tries = 0;
+
+	s->nafter = PIECES_MAX;
+	for (int i = 0; i < PIECES_MAX; i++)
+		s->after[i] = (struct piece){2 + i, 2.01 + i, 50};
+	while (s->owed == 0 && tries++ < 1000)
+		windows_plan(w, 0, seg, 0.1, false, true);
+	CHECK(s->owed > 0);
+	CHECK(NEAR(s->owed, 50 * 0.01, 1e-9));
+	CHECK(s->nafter == PIECES_MAX && s->after[0].close == 1 && s->after[1].open == 2);
+	free(w);
+}
+
 TEST(ahead)
 {
 	struct gstate s = {0};
@@ -158,6 +177,7 @@ int main(int argc, char **argv)
 	RUN(uniform_inclusion);
 	RUN(missed_and_stood_in);
 	RUN(guard_rest_before_second_piece);
+	RUN(pieces_full);
 	RUN(ahead);
 	return T_END();
 }

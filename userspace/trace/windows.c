@@ -210,12 +210,11 @@ static void open_window(struct windows *w, int g)
 
 /* Group G's pending window is due at T. One that opens late (the thread woke late, or
  * was held in a detach, or its attach took longer than the lead, or came as it opened at
- * a period's start: 5-18 ms was seen on a
- * loaded machine, past slots of 2-10 ms) keeps its slot's length from now, within its
- * segment, and is weighed for the length it gets (w_eff). Opened for what was left of its
- * slot, a window of 0.1 ms stood for a slot of 5 ms and saw nothing; dropped, one past
- * its slot lost a sampled period (1-3% low). With no room left for it, the next window
- * stands in for it. */
+ * a period's start: 5-18 ms was seen on a loaded machine, past slots of 2-10 ms) keeps
+ * its slot's length from now, within its segment, and is weighed for the length it gets
+ * (w_eff). Opened for what was left of its slot, a window of 0.1 ms stood for a slot of
+ * 5 ms and saw nothing; dropped, one past its slot lost a sampled period (1-3% low).
+ * With no room left for it, the next window stands in for it. */
 static void open_due(struct windows *w, int g, double t)
 {
 	struct gstate *s = &w->gs[g];
@@ -229,7 +228,6 @@ static void open_due(struct windows *w, int g, double t)
 		t = now_s();
 	}
 	late = t - s->wopen;
-
 	if (late > LATE_S) {
 		w->late++;
 		w->late_s += late;

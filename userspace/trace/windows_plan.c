@@ -53,8 +53,14 @@ double windows_ahead(const struct gstate *s, bool insert)
 /* A piece at the front of those still to come (it comes before them). */
 static void push_front(struct gstate *s, double open, double close, double weight)
 {
-	if (s->nafter >= PIECES_MAX)
-		s->nafter = PIECES_MAX - 1; /* cannot happen: the guard cuts one window at a time */
+	/* The guard cut the rest of a cut window again and again: the last piece goes, and
+	 * the next window stands in for it, as for one missed. */
+	if (s->nafter >= PIECES_MAX) {
+		struct piece *last = &s->after[PIECES_MAX - 1];
+
+		s->owed += last->weight * (last->close - last->open);
+		s->nafter = PIECES_MAX - 1;
+	}
 	memmove(s->after + 1, s->after, (size_t)s->nafter * sizeof(*s->after));
 	s->after[0] = (struct piece){open, close, weight};
 	s->nafter++;
