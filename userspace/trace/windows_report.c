@@ -252,8 +252,8 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 		profile__add_comment(
 		    prof,
 		    "cuda: sampled windows under a %.3g%% overhead budget: periods of %.3g s, one window per group in "
-		    "each (or in each of its equal parts, where the group's windows are cheap), its slot drawn at "
-		    "random, so every instant is seen with a known probability and each call seen counts 1/p; last "
+		    "each (or in each of its equal parts, where the group's windows are cheap), placed at random, "
+		    "so every instant is seen with a known probability and each call seen counts 1/p; last "
 		    "duty cycles: %s (allocations and name lookups always attached); counts, bytes and waits of "
 		    "windowed groups are estimates of the whole recording",
 		    budget_pct, w->period, duty);
