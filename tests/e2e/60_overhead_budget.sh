@@ -111,12 +111,16 @@ cost=$(pprof -raw "$TMP/low.pb.gz" | sed -n 's/^Comment: cuda cost: //p')
 planned=$(echo "$cost" | sed -n 's/.*; planned \([0-9.e+-]*\)% (over the 0.01% budget, held up by its floors.*/\1/p')
 # at the floors: CPU sampling as timed in this run (0.3-0.4% as a rule, 0.82% in a clean
 # clone's full run on a loaded host, where "under 1%" failed at 1.02%) and one windowed
-# group's 0.2%, give or take; a window of device time a period would be several %
+# group's 0.2%, give or take, with its windows' probes in and no window open as measured
+# in this run (a window's fixed cost: 0.02-0.04% as a rule, 0.27% on a loaded host, where
+# the window thread woke late after a window's end and the gate, exact since 95bd8e8,
+# counted the calls meanwhile in none); a window of device time a period would be several %
 cpu=$(echo "$cost" | sed -n 's/.*, CPU sampling \([0-9.e+-]*\)% (.*/\1/p')
-echo "# below the floors: planned ${planned}%, CPU sampling ${cpu}%"
+closed=$(echo "$cost" | sed -n 's/.*; \([0-9.e-]*\)% of it with the probes in and no window open.*/\1/p')
+echo "# below the floors: planned ${planned}%, CPU sampling ${cpu}%, probes in with no window open ${closed}%"
 if grep -q 'warning: the overhead budget of 0.01% is below what gpubpf needs at the least: CPU sampling at 99 Hz' \
-	"$TMP/low.err" && [ -n "$planned" ] && [ -n "$cpu" ] &&
-	python3 -c "import sys; sys.exit(0 if float('$planned') <= float('$cpu') + 0.3 else 1)"; then
+	"$TMP/low.err" && [ -n "$planned" ] && [ -n "$cpu" ] && [ -n "$closed" ] &&
+	python3 -c "import sys; sys.exit(0 if float('$planned') <= float('$cpu') + float('$closed') + 0.3 else 1)"; then
 	pass "budget-below-floors-said"
 else
 	fail "budget-below-floors-said" "planned '${planned}'; $(grep -v '^launch_loop' "$TMP/low.err"); $cost"
