@@ -150,8 +150,7 @@ static void attach(struct windows *w, int g)
 	s->attached = true;
 	/* the next ones start this much earlier, and then some */
 	took = now_s() - t0;
-	if (!s->warmed)
-		windows_note_took(w, took);
+	windows_note_took(w, took, s->warmed);
 }
 
 /* Ahead of group G's window: the kernel warmed for its attach, which then puts the
@@ -167,7 +166,7 @@ static void warm(struct windows *w, int g)
 		return;
 	}
 	s->warmed = true;
-	windows_note_took(w, now_s() - t0);
+	windows_note_took(w, now_s() - t0, false);
 }
 
 static void open_window(struct windows *w, int g)
@@ -264,6 +263,8 @@ static void close_window(struct windows *w, int g, bool keep, bool cut)
 	len = r->close - r->open;
 	pthread_mutex_lock(&w->lock);
 	windows_read_threads(w, g, r, &busiest, &all, &hits, &closed);
+	/* how much a device's queue paces the group's threads: its breakpoints go in earlier */
+	s->paced = w->stalls ? 1 - est_response_share(&w->resp[g], false, NULL, NULL).mid : 0;
 	governor__observe(w->gv, g, busiest, all, hits, len);
 	if (len > 0.001)
 		s->rate = s->rate > 0 ? (s->rate + hits / len) / 2 : hits / len;
@@ -319,7 +320,7 @@ static void end_window(struct windows *w, int g, double t)
 		close_window(w, g, false, false);
 		windows_next_piece(s); /* the slot's second piece, if it has one */
 	}
-	if (s->pending && s->wopen - windows_ahead(s, false) <= t)
+	if (s->pending && s->wopen - windows_ahead(w, s, false) <= t)
 		open_due(w, g, t);
 }
 
@@ -383,7 +384,7 @@ static void new_period(struct windows *w)
 		s->stratum = 0;
 		windows_plan(w, g, windows_stratum(w, 0, s->strata), w->gv->g[g].duty, first, false);
 		/* open from the boundary: the probes stay, the calls go to the new window */
-		if (s->wopen - windows_ahead(s, false) <= w->period_start)
+		if (s->wopen - windows_ahead(w, s, false) <= w->period_start)
 			open_due(w, g, now_s());
 	}
 }
@@ -429,16 +430,16 @@ static void *run(void *arg)
 			if (!s->cur && s->pending && !s->attached && !s->warmed && t >= s->wopen - w->lead)
 				warm(w, g);
 			if (!s->cur && s->pending && s->warmed && !s->attached &&
-			    t >= s->wopen - windows_ahead(s, true))
+			    t >= s->wopen - windows_ahead(w, s, true))
 				attach(w, g);
-			if (!s->cur && s->pending && t >= s->wopen - windows_ahead(s, false))
+			if (!s->cur && s->pending && t >= s->wopen - windows_ahead(w, s, false))
 				open_due(w, g, t);
 			maybe_detach(w, g, t);
 			if (s->cur && s->wclose < next)
 				next = s->wclose;
 			if (!s->cur && s->pending)
-				next = fmin(next, s->attached ? s->wopen - windows_ahead(s, false)
-						  : s->warmed ? s->wopen - windows_ahead(s, true)
+				next = fmin(next, s->attached ? s->wopen - windows_ahead(w, s, false)
+						  : s->warmed ? s->wopen - windows_ahead(w, s, true)
 							      : s->wopen - w->lead);
 			if (s->detach_at > 0 && s->attached)
 				next = fmin(next, t + 0.005);

@@ -27,12 +27,15 @@
 #define AHEAD_HITS 2	   /* ... at most as early as this many of its group's calls take */
 #define INSERT_S 0.0004	   /* warmed probes' breakpoints go in this early ... */
 #define INSERT_HITS 4	   /* ... at most as early as this many calls take (windows_ahead) */
+#define INSERT_MAX 0.002   /* ... and at least as early as their attach takes, at most this */
+#define SETTLE_X 3	   /* ... and where a device paces the thread, this many times earlier */
 #define LEAD_N 9	   /* attaches the lead is the median of */
 #define FLOOR_WARN 1.25	   /* the plan this many times the budget, held up by its floors: warned of */
 
 struct wthread {
 	uint32_t tid;
 	float f, lo, hi; /* its delay correction (struct est_delay) */
+	bool paced;	 /* a device's queue surely paced it (its delay's share surely below 1) */
 };
 
 /* The books of one window. */
@@ -75,6 +78,8 @@ struct gstate {
 	bool first;	     /* the first, measuring window */
 	int stratum, strata; /* the part of the period planned, of how many (governor's strata) */
 	double rate;	     /* its calls a second in its last windows, all threads' */
+	double paced;	     /* 0-1: how much a device's queue paced its threads lately (1 - the
+			      * share of a delay that pushes their calls out, est_response) */
 	double owed;	     /* seconds of segments whose window never opened (the thread woke too
 			      * late), at weight 1: the next window stands in for them */
 	double detach_at;    /* > 0: detach once calls in flight have returned */
@@ -89,6 +94,9 @@ struct windows {
 	double period, lead; /* lead: attach this early (LEAD_N's last attaches' median, and more) */
 	double took[LEAD_N]; /* how long the last attaches took, a ring */
 	unsigned ntook;
+	double ins[LEAD_N]; /* how long the last warmed attaches (the breakpoints) took */
+	unsigned nins;
+	double insert;	      /* their median and 0.1 ms: warmed probes go in this much earlier */
 	pthread_mutex_t lock; /* the books, the estimates, gv */
 	pthread_t thread;
 	bool running;
@@ -132,8 +140,9 @@ void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busi
  * windows_plan.c). */
 void windows_plan(struct windows *w, int g, struct est_segment seg, double d, bool first, bool keep);
 
-/* An attach took TOOK seconds: the lead for the next ones (windows_plan.c). */
-void windows_note_took(struct windows *w, double took);
+/* An attach took TOOK seconds: the lead for the next ones (windows_plan.c). WARMED: the
+ * kernel was warmed for it, and TOOK was the breakpoints going in. */
+void windows_note_took(struct windows *w, double took, bool warmed);
 
 /* How early before S's window its gate is written, or (INSERT) its warmed probes go in.
  * Putting breakpoints in stalls the job for a moment (50-300 us here): just before a
@@ -142,8 +151,14 @@ void windows_note_took(struct windows *w, double took);
  * caught up and the gate's bounds are exact. But each call in that time pays its trap
  * and counts nowhere: a group whose calls come fast (a launch-bound loop's 200k a second
  * paid 120 traps a window) goes no earlier than a few of its calls, and a stall before
- * a busy thread's window only moves all its calls later, not in or out of it. */
-double windows_ahead(const struct gstate *s, bool insert);
+ * a busy thread's window only moves all its calls later, not in or out of it. The
+ * breakpoints go in no later than their recent attaches took (W->insert) before the
+ * gate: they took 0.3-0.5 ms here, 10 calls' time of a launch-bound loop, and where they
+ * went in later the gate opened late, in the stall they cause. A loop its device paces
+ * caught up there, inside the window: +13% in 2 ms windows. For a group so paced
+ * (S->paced) they go in up to SETTLE_X times that earlier still: its thread's traps then
+ * come out of its waits on the device, not out of the job. */
+double windows_ahead(const struct windows *w, const struct gstate *s, bool insert);
 
 /* The next piece to come, if any, becomes the one pending. */
 bool windows_next_piece(struct gstate *s);

@@ -35,18 +35,25 @@ static double lead_of(const double *took, unsigned n)
 	return t[n / 2] + 0.0003;
 }
 
-void windows_note_took(struct windows *w, double took)
+void windows_note_took(struct windows *w, double took, bool warmed)
 {
+	if (warmed) {
+		w->ins[w->nins++ % LEAD_N] = took;
+		/* their median and 0.1 ms (lead_of's is 0.3 ms), at most INSERT_MAX */
+		w->insert = fmin(lead_of(w->ins, w->nins < LEAD_N ? w->nins : LEAD_N) - 0.0002, INSERT_MAX);
+		return;
+	}
 	w->took[w->ntook++ % LEAD_N] = took;
 	w->lead = fmin(lead_of(w->took, w->ntook < LEAD_N ? w->ntook : LEAD_N), 0.05);
 }
 
-double windows_ahead(const struct gstate *s, bool insert)
+double windows_ahead(const struct windows *w, const struct gstate *s, bool insert)
 {
 	double a = s->rate > 0 ? fmin(AHEAD_S, AHEAD_HITS / s->rate) : AHEAD_S;
 
 	if (insert)
-		a = fmax(a, s->rate > 0 ? fmin(INSERT_S, INSERT_HITS / s->rate) : INSERT_S);
+		a = fmax(a + w->insert * (1 + SETTLE_X * s->paced),
+			 s->rate > 0 ? fmin(INSERT_S, INSERT_HITS / s->rate) : INSERT_S);
 	return a;
 }
 

@@ -199,6 +199,10 @@ int main(int argc, char **argv)
 	}
 	if (trace_path && !(trace = (double *)malloc((size_t)count * sizeof(*trace))))
 		return 1;
+	/* faulted in now: a page fault in the loop waits while gpubpf holds the process's
+	 * address space to put its breakpoints in, which a job without --trace never does */
+	if (trace)
+		memset(trace, 0, (size_t)count * sizeof(*trace));
 	wl_wait(argc, argv);
 	(void)cudaGetLastError(); /* lazy runtime init outside the timed loop */
 	if (device_s > 0) {
