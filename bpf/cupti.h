@@ -147,8 +147,10 @@ struct dev_win {
 			  * periods before it that had no window (the cost measured again), which it
 			  * stands in for */
 	__u64 period;	 /* its period: slot_open / period_ns */
-	__u64 slot_open; /* the slot drawn, CLOCK_MONOTONIC ns */
+	__u64 slot_open; /* the slot drawn, CLOCK_MONOTONIC ns: a slot that ran past its period's end
+			  * goes on from the period's start, in a window of its own (the first) */
 	__u64 slot_close;
+	__u64 slot_len;	 /* the whole slot's length (its period's over k), in one window or two */
 	__u64 open;	 /* when activity and callbacks were on (the watcher wakes late at times) */
 	__u64 close;	 /* ... and off again; 0 while open */
 	__u64 launches;	 /* launch and copy calls followed in it */
@@ -190,7 +192,7 @@ struct dev_costs {
 /* The library's sampling settings, at the address status() passes; gpubpf writes the part
  * before `written` (process_vm_writev) while attached and reads the rest every tick. */
 #define DEV_CONFIG_MAGIC 0x67626366u /* "gbcf" */
-#define DEV_CONFIG_VERSION 5
+#define DEV_CONFIG_VERSION 6
 struct dev_config {
 	__u32 magic;
 	__u32 version;

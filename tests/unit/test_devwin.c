@@ -14,12 +14,13 @@ TEST(slots)
 }
 
 /* 400 periods on a driven clock at a 5% duty of 100 ms: one window a period, 20 slots,
- * the slot drawn uniformly, launches followed only inside, each under its window's id. */
+ * the slot drawn at random (in two pieces where it ran past the period's end), launches
+ * followed only inside, each under its window's id. */
 TEST(one_window_a_period_at_random)
 {
 	const uint64_t P = 100000000ull, t0 = 7 * P + 1234;
-	uint32_t hist[20] = {0}, windows = 0;
-	uint64_t t = t0, wake;
+	uint64_t t = t0, wake, first = UINT64_MAX, sum[512] = {0};
+	uint32_t windows = 0, pieces = 0;
 	int want = 0, inside = 0, outside_followed = 0;
 
 	reset(100);
@@ -54,17 +55,75 @@ TEST(one_window_a_period_at_random)
 			continue;
 		windows++;
 		CHECK_INT(w->k, 20);
-		CHECK_INT(w->slot_close - w->slot_open, P / 20);
+		CHECK_INT(w->slot_len, P / 20);
+		CHECK(w->slot_close > w->slot_open && w->slot_close - w->slot_open <= P / 20);
 		CHECK(w->open == w->slot_open && w->close == w->slot_close);
+		/* inside its period */
 		CHECK_INT(w->slot_open / P, w->period);
-		hist[(w->slot_open % P) / (P / 20)]++;
+		CHECK_INT((w->slot_close - 1) / P, w->period);
+		pieces += w->slot_close - w->slot_open < P / 20;
+		sum[w->period % 512] += w->slot_close - w->slot_open;
+		if (w->period < first)
+			first = w->period;
 	}
-	CHECK_INT(cfg.win_next - 1, 401); /* one a period touched (400 and the start of one), none skipped */
+	/* the pieces of a period make one slot (the ring's oldest period may have lost one) */
+	for (uint32_t i = 1; i < cfg.win_next; i++) {
+		const struct dev_win *w = &cfg.win[i % DEV_WIN_RING];
+
+		if (w->id == i && w->close && w->period != first && w->period + 1 < t / P)
+			CHECK_INT(sum[w->period % 512], P / 20);
+	}
+	/* one window a period touched (400 and the start of one), and a second piece in
+	 * about one in 20 of them */
+	CHECK(cfg.win_next - 1 >= 401 && cfg.win_next - 1 <= 401 + 60);
 	CHECK(windows >= DEV_WIN_RING - 2);
-	/* the slots drawn are spread over the period (63 windows in the ring: no slot takes
-	 * more than a fifth of them) */
-	for (int i = 0; i < 20; i++)
-		CHECK(hist[i] < windows / 5);
+	printf("# %u windows, %u of them pieces of a slot, in the ring's %u\n", cfg.win_next - 1, pieces, windows);
+}
+
+/* Each instant of a period is inside a window in one period in K, at any phase (the grid
+ * of slots made that hold only for instants, not for a job's rhythm): 50 phases over
+ * 4000 periods of 10 slots, the period's start and end among them. */
+TEST(every_instant_one_in_k)
+{
+	const uint64_t P = 100000000ull, t0 = 3 * P + 99, N = 4000;
+	static uint32_t hit[51];
+	uint64_t t = t0, wake, phase[51];
+	uint32_t seen = 0, lo = UINT32_MAX, hi = 0;
+
+	reset(100);
+	cfg.cost.state = DEV_COST_DONE;
+	cfg.duty_ppm = 100000;
+	for (int i = 0; i < 50; i++)
+		phase[i] = (uint64_t)i * (P / 50) + (i % 7) * 1013;
+	phase[50] = P - 1;
+	while (t < 4 * P + N * P) {
+		int want = inj_sched_step(&sc, &st, &cfg, t, &wake);
+
+		inj_sched_switched(&sc, &st, &cfg, want, t, t);
+		for (uint32_t id = seen + 1; id < cfg.win_next; id++) {
+			const struct dev_win *w = &cfg.win[id % DEV_WIN_RING];
+
+			if (w->id != id || !w->close)
+				break;
+			seen = id;
+			if (w->period < 4)
+				continue; /* the first period is the plan's, from its middle */
+			for (int i = 0; i < 51; i++) {
+				uint64_t x = w->period * P + phase[i];
+
+				hit[i] += w->slot_open <= x && x < w->slot_close;
+			}
+		}
+		t = wake < t + 3 * P / 100 ? wake : t + 3 * P / 100;
+	}
+	for (int i = 0; i < 51; i++) {
+		lo = hit[i] < lo ? hit[i] : lo;
+		hi = hit[i] > hi ? hit[i] : hi;
+	}
+	printf("# inside in %u-%u of %llu periods at 51 phases (expected %llu)\n", lo, hi, (unsigned long long)N,
+	       (unsigned long long)N / 10);
+	/* 400 expected, its standard deviation 19: within 5 of them */
+	CHECK(lo >= 305 && hi <= 495);
 }
 
 /* The watcher slept through a whole slot (a starved CPU): the window opens from the time
@@ -148,7 +207,7 @@ TEST(periods_without_a_window_stood_in_for)
 	w = step_at(t);
 	CHECK_INT(w->period, 53);
 	CHECK_INT(w->k, 30);
-	CHECK_INT((w->slot_close - w->slot_open) * 10, P); /* its slot is a period's */
+	CHECK_INT(w->slot_len * 10, P); /* its slot is a period's */
 	steps_until(&t, 54 * P, 0);
 	CHECK(w->close != 0);
 	/* period 54: one period's window again */
@@ -177,7 +236,7 @@ TEST(periods_without_a_window_stood_in_for_across_every)
 	/* 10 slots of 2 periods, standing in for 3 of them (52-57); 51 was taken as the old
 	 * window's: the change's rounding, half a new period at most */
 	CHECK_INT(w->k, 30);
-	CHECK_INT((w->slot_close - w->slot_open) * 10, 2 * P);
+	CHECK_INT(w->slot_len * 10, 2 * P);
 }
 
 /* A window closed while a launch was inside its call: CUPTI stops calling back, so its exit
@@ -271,10 +330,13 @@ TEST(every_changes_only_where_both_periods_begin)
 			seen = id;
 			/* the window's own period: K slots of its length, from where the
 			 * library says it begins (in gpubpf's periods), around its slot */
-			len = (w->slot_close - w->slot_open) * w->k;
+			len = w->slot_len * w->k;
 			len = (len + P / 2) / P * P;
 			start = w->period * P;
 			CHECK(start <= w->slot_open && w->slot_close <= start + len);
+			/* a slot's second piece: the same period */
+			if (n && wo[n - 1] == start && wc[n - 1] == start + len)
+				continue;
 			if (n < 2048) {
 				wo[n] = start;
 				wc[n] = start + len;
@@ -366,6 +428,7 @@ int main(int argc, char **argv)
 	T_BEGIN(argv);
 	RUN(slots);
 	RUN(one_window_a_period_at_random);
+	RUN(every_instant_one_in_k);
 	RUN(every_changes_only_where_both_periods_begin);
 	RUN(periods_without_a_window_stood_in_for_across_every);
 	RUN(set_up_ahead_of_the_slot);

@@ -392,34 +392,63 @@ end:
 	return 0;
 }
 
-/* Plan the window of period P (counted from sc->origin): K slots, one drawn. */
+/* Window ID into the ring for [OPEN, CLOSE) of period P (counted from sc->origin), at
+ * weight K, its slot LEN long in all. */
+static volatile struct dev_win *put(struct inj_sched *sc, volatile struct dev_config *cfg, uint64_t p, uint32_t k,
+				    uint64_t open, uint64_t close, uint64_t len, uint64_t start)
+{
+	uint32_t id = cfg->win_next ? cfg->win_next : 1;
+	volatile struct dev_win *w = &cfg->win[id % DEV_WIN_RING];
+
+	w->id = 0; /* a reader never sees half of an entry as the new window's */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	w->k = k;
+	/* where its period begins, in gpubpf's periods */
+	w->period = start / ((uint64_t)cfg->period_ms * 1000000ull);
+	w->slot_open = open;
+	w->slot_close = close;
+	w->slot_len = len;
+	w->open = w->close = w->launches = w->switch_ns = 0;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	w->id = id;
+	cfg->win_next = id + 1 ? id + 1 : 1;
+	sc->period = p;
+	sc->cur = id % DEV_WIN_RING + 1;
+	return w;
+}
+
+/* Plan the window of period P (counted from sc->origin): a slot of 1/K of it, starting
+ * anywhere in it, and where it runs past the period's end, on from its start: two
+ * windows, that one first, then the rest to the end (sc->piece_*). Every instant is then
+ * inside with probability 1/K, whatever the job's rhythm; on a grid of K slots, a step
+ * that divides the slot met every window at one phase, and a window opened late (CUPTI's
+ * set-up) cut the same part of the step from each (the probe groups' windows erred so on
+ * a steady loop: windows_plan.c). */
 static volatile struct dev_win *plan(struct inj_sched *sc, volatile struct dev_config *cfg, uint64_t p, uint64_t period,
 				     uint64_t now)
 {
-	uint32_t id = cfg->win_next ? cfg->win_next : 1, k = inj_slots(cfg->duty_ppm, period), gap = 1;
-	uint64_t j = k > 1 ? (rng(sc, now) >> 11) % k : 0, start = sc->origin + p * period;
-	volatile struct dev_win *w = &cfg->win[id % DEV_WIN_RING];
+	uint32_t k = inj_slots(cfg->duty_ppm, period), gap = 1;
+	uint64_t start = sc->origin + p * period, len = k > 1 ? period / k : period,
+		 off = k > 1 ? (rng(sc, now) >> 11) % period : 0, open = start + off, close = open + len;
+	volatile struct dev_win *w;
 
 	/* Periods since the last one a window opened in, with none (the cost measured again
 	 * took them, or a starved watcher slept through them): this window stands in for
 	 * them too, its weight theirs, else their launches would count for nothing. */
 	if (sc->covered && p + 1 > sc->covered + 1)
 		gap = p + 1 - sc->covered < INJ_GAP_MAX ? (uint32_t)(p + 1 - sc->covered) : INJ_GAP_MAX;
-	w->id = 0; /* a reader never sees half of an entry as the new window's */
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	w->k = k * gap;
-	/* where its period begins, in gpubpf's periods */
-	w->period = start / ((uint64_t)cfg->period_ms * 1000000ull);
-	w->slot_open = start + j * period / k;
-	w->slot_close = j + 1 >= k ? start + period : start + (j + 1) * period / k;
-	w->open = w->close = w->launches = w->switch_ns = 0;
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	w->id = id;
-	cfg->win_next = id + 1 ? id + 1 : 1;
-	inj_trace("window %u planned: period %llu, %u slots, standing in for %u periods", id, (unsigned long long)p, k,
-		  gap);
-	sc->period = p;
-	sc->cur = id % DEV_WIN_RING + 1;
+	sc->piece_open = sc->piece_close = 0;
+	if (close > start + period) {
+		/* the part past the end first, at the period's start; then its own */
+		sc->piece_open = open;
+		sc->piece_close = start + period;
+		sc->piece_k = k * gap;
+		close = start + (close - (start + period));
+		open = start;
+	}
+	w = put(sc, cfg, p, k * gap, open, close, len, start);
+	inj_trace("window %u planned: period %llu, %u slots, standing in for %u periods%s", w->id,
+		  (unsigned long long)p, k, gap, sc->piece_close ? ", in two pieces" : "");
 	return w;
 }
 
@@ -529,11 +558,17 @@ int inj_sched_step(struct inj_sched *sc, struct inj_state *s, volatile struct de
 	}
 	if (!w || w->close || (!w->open && sc->period != p)) {
 		/* a slot that passed while the watcher slept is planned anew in its period */
-		if (sc->period == p && w && w->close) {
+		if (sc->period == p && w && w->close && sc->piece_close) {
+			/* the slot's second piece */
+			w = put(sc, cfg, p, sc->piece_k, sc->piece_open, sc->piece_close, w->slot_len,
+				sc->origin + p * period);
+			sc->piece_open = sc->piece_close = 0;
+		} else if (sc->period == p && w && w->close) {
 			*wake = sc->origin + (p + 1) * period;
 			return idle;
+		} else {
+			w = plan(sc, cfg, p, period, now);
 		}
-		w = plan(sc, cfg, p, period, now);
 	}
 	if (!w->open) {
 		/* CUPTI is set up ahead of the slot by what the last window's switches took
@@ -551,12 +586,14 @@ int inj_sched_step(struct inj_sched *sc, struct inj_state *s, volatile struct de
 		}
 		/* Opens now; activity goes on first, and launches are followed under its id once
 		 * it is (inj_sched_switched). A watcher that slept through the whole slot (a
-		 * starved CPU) opens it from now for the slot's length. */
+		 * starved CPU) opens it from now for the slot's length, up to the second piece. */
 		if (now >= w->slot_close) {
 			uint64_t len = w->slot_close - w->slot_open;
 
 			w->slot_open = now;
 			w->slot_close = now + len;
+			if (sc->piece_close && w->slot_close > sc->piece_open)
+				w->slot_close = sc->piece_open > now ? sc->piece_open : now;
 		}
 		w->open = now;
 		sc->covered = p + 1;

@@ -209,8 +209,12 @@ void inj_count_lost(struct inj_state *s, uint64_t n);
 
 /* The schedule of windows: its state lives in CFG (the config gpubpf reads) and S. */
 struct inj_sched {
-	uint64_t period;   /* the period whose window is planned (+1: none yet) */
-	uint32_t cur;	   /* ring index + 1 of the window planned or open, 0 none */
+	uint64_t period; /* the period whose window is planned (+1: none yet) */
+	uint32_t cur;	 /* ring index + 1 of the window planned or open, 0 none */
+	/* the slot's second piece, in the same period, after the first: from its start to the
+	 * period's end (0, 0: none), and the weight it shares with the first */
+	uint64_t piece_open, piece_close;
+	uint32_t piece_k;
 	uint64_t rng;	   /* xorshift state for the slots */
 	uint64_t retry_at; /* DEV_COST_IDLE: measure again from here */
 	bool retried;	   /* ... at once, after a measurement whose "on" phase timed too few */

@@ -343,8 +343,9 @@ static void read_target(struct cupti_tracer *c, struct cpt_wtarget *t)
 		p = m->period;
 		if (p >= c->p0 && !c->s->opts->daemon) {
 			struct est_period *ep = est_group_period(&c->est, p - c->p0);
-			/* the window's own period: K slots of its length (EVERY periods) */
-			double len = (double)(w->slot_close - w->slot_open) * w->k / 1e9;
+			/* the window's own period: K slots of its length (EVERY periods; a slot
+			 * in two pieces is two windows, each the whole slot's length) */
+			double len = (double)(w->slot_len ? w->slot_len : w->slot_close - w->slot_open) * w->k / 1e9;
 
 			if (ep)
 				est_period_plan(ep, len > c->period ? len : c->period, m->weight);
