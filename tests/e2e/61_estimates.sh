@@ -209,10 +209,11 @@ fi
 # interval of +14% to +134%. The breakpoints going in stall the thread 0.3-0.5 ms and it
 # caught up inside the window (+4% to +12% in 2 ms windows); they went in too late too,
 # the gate opened inside that stall (+13% more). Now they go in as early as they take, and
-# earlier where a device paces the thread, and the range allows for what it made up
-# inside: the truth inside the stated interval (it was outside in 1 of 5 runs here), and
-# the estimate within 50% (+16% to +33% in 6 runs, +22% to +46% before: the correction
-# for the probes' delay reads the thread's catching up as a thread paced by itself).
+# earlier where a device paces the thread, the gate opens no earlier than the thread
+# caught up (a late attach), and the range allows for what it made up inside: the truth
+# inside the stated interval (it was outside in 1 of 5 runs here), and the estimate
+# within 50% (+6% to +31% in 6 runs, +22% to +46% before: what is left is the share of
+# the probes' delay read in 2 ms windows, 0.3-0.5 where 25 ms windows read 0.07).
 GPUBPF_WINDOW_PERIOD=0.2 "$GPUBPF" record --overhead-budget 0.3 -o "$TMP/short.pb.gz" -- "$WL/cuda/launch_loop" \
 	$N --spin-us 4 --device-us 10 >"$TMP/short.out" 2>"$TMP/short.err"
 est=$(pprof -raw "$TMP/short.pb.gz" | sed -n 's/^Comment: cuda estimate: launches: //p')

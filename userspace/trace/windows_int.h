@@ -80,6 +80,8 @@ struct gstate {
 	double rate;	     /* its calls a second in its last windows, all threads' */
 	double paced;	     /* 0-1: how much a device's queue paced its threads lately (1 - the
 			      * share of a delay that pushes their calls out, est_response) */
+	double ready;	     /* its probes went in, and a thread so paced caught up on their
+			      * stall, by then: the gate opens no earlier */
 	double owed;	     /* seconds of segments whose window never opened (the thread woke too
 			      * late), at weight 1: the next window stands in for them */
 	double detach_at;    /* > 0: detach once calls in flight have returned */
