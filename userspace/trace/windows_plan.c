@@ -52,7 +52,7 @@ double windows_ahead(const struct windows *w, const struct gstate *s, bool inser
 	double a = s->rate > 0 ? fmin(AHEAD_S, AHEAD_HITS / s->rate) : AHEAD_S;
 
 	if (insert)
-		a = fmax(a + w->insert * (1 + SETTLE_X * s->paced),
+		a = fmax(a + w->insert * s->paced * (1 + SETTLE_X),
 			 s->rate > 0 ? fmin(INSERT_S, INSERT_HITS / s->rate) : INSERT_S);
 	return a;
 }
