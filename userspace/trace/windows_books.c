@@ -88,8 +88,8 @@ static struct est_delay thread_share(struct windows *w, int g, const struct cuda
 
 /* A thread a device's queue paces makes up, once the queue lets it, the calls a stall
  * held back; the breakpoints going in stall it (0.3-0.5 ms here), and so do its traps
- * before the gate opens. The window thread waits for that (windows_ahead), but where the
- * thread made them up inside the window all the same (a launch loop paced at 10 us a
+ * before the gate opens. The window thread waits for that (windows_ahead, s->ready), but
+ * where the thread made them up inside the window all the same (a launch loop paced at 10 us a
  * kernel: +4% to +12% in 2 ms windows), the window saw calls that belong before it. Its
  * range goes down by as many as that time, the attach's and CLOSED's, would hold. */
 static void paced_catch_up(const struct windows *w, struct wrec *r, double closed)

@@ -27,8 +27,8 @@
 #define AHEAD_HITS 2	   /* ... at most as early as this many of its group's calls take */
 #define INSERT_S 0.0004	   /* warmed probes' breakpoints go in this early ... */
 #define INSERT_HITS 4	   /* ... at most as early as this many calls take (windows_ahead) */
-#define INSERT_MAX 0.002   /* ... and at least as early as their attach takes, at most this */
-#define SETTLE_X 3	   /* ... and where a device paces the thread, this many times earlier */
+#define INSERT_MAX 0.002   /* a paced group's: at least their attach's time (at most this) ... */
+#define SETTLE_X 3	   /* ... and this many times it more, times how paced (windows_ahead) */
 #define LEAD_N 9	   /* attaches the lead is the median of */
 #define FLOOR_WARN 1.25	   /* the plan this many times the budget, held up by its floors: warned of */
 
