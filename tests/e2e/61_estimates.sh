@@ -212,8 +212,10 @@ fi
 # earlier where a device paces the thread, the gate opens no earlier than the thread
 # caught up (a late attach), and the range allows for what it made up inside: the truth
 # inside the stated interval (it was outside in 1 of 5 runs here), and the estimate
-# within 50% (+6% to +31% in 6 runs, +22% to +46% before: what is left is the share of
-# the probes' delay read in 2 ms windows, 0.3-0.5 where 25 ms windows read 0.07).
+# within 30% (+6% to +31% in 6 runs, +22% to +46% before that; then the share of the
+# probes' delay these windows read, 0.3-0.5 where 25 ms windows read 0.07, was each
+# window's own weighed against 1, or a pool the first window outweighed: -4.9% to +9.9%,
+# mean +1.2% in 24 runs since, -1.5% to +28%, mean +9.3% alternating with them before).
 GPUBPF_WINDOW_PERIOD=0.2 "$GPUBPF" record --overhead-budget 0.3 -o "$TMP/short.pb.gz" -- "$WL/cuda/launch_loop" \
 	$N --spin-us 4 --device-us 10 >"$TMP/short.out" 2>"$TMP/short.err"
 est=$(pprof -raw "$TMP/short.pb.gz" | sed -n 's/^Comment: cuda estimate: launches: //p')
@@ -221,10 +223,10 @@ echo "== launch_loop $N --spin-us 4 --device-us 10 in 2 ms windows: $est"
 set -- $(echo "$est" | sed -n 's/^\([0-9,]*\) calls, 95% CI \([0-9,]*\)-\([0-9,]*\) .*/\1 \2 \3/p' | tr -d ,)
 if [ $# != 3 ]; then
 	fail "estimates-device-paced-short-windows" "no estimate with an interval: $est $(tail -1 "$TMP/short.err")"
-elif [ "$2" -le $N ] && [ "$3" -ge $N ] && python3 -c "import sys; sys.exit(abs($1 / $N - 1) > 0.5)"; then
+elif [ "$2" -le $N ] && [ "$3" -ge $N ] && python3 -c "import sys; sys.exit(abs($1 / $N - 1) > 0.3)"; then
 	pass "estimates-device-paced-short-windows"
 else
-	fail "estimates-device-paced-short-windows" "estimated $1 of $N launches, stated interval $2-$3: the truth outside, or more than 50% off"
+	fail "estimates-device-paced-short-windows" "estimated $1 of $N launches, stated interval $2-$3: the truth outside, or more than 30% off"
 fi
 if grep -q "a device set the pace" "$TMP/ll.err"; then
 	fail "estimates-self-paced-thread-cost" "a loop that sets its own pace read as device-paced: $(tail -1 "$TMP/ll.err")"

@@ -117,6 +117,22 @@ void est_response_add(struct est_response *r, const double n[2], const double su
 	r->stalls += stalls;
 }
 
+void est_response_cap(struct est_response *r, double most)
+{
+	double n = r->n[0] + r->n[1], a;
+
+	if (!(most > 0) || !(n > most))
+		return;
+	a = most / n;
+	for (int j = 0; j < 2; j++) {
+		r->n[j] *= a;
+		r->sum[j] *= a;
+		r->sq[j] *= a;
+	}
+	r->stall *= a;
+	r->stalls *= a;
+}
+
 void est_response_pool(struct est_response *r, const struct est_response *add, double memory)
 {
 	double old = r->n[0] + r->n[1], add_n = add->n[0] + add->n[1], keep = memory - add_n, a = 1;
@@ -132,6 +148,21 @@ void est_response_pool(struct est_response *r, const struct est_response *add, d
 	}
 	r->stall = a * r->stall + add->stall;
 	r->stalls = a * r->stalls + add->stalls;
+}
+
+bool est_response_precise(const struct est_response *r)
+{
+	double se = 0, x;
+
+	if (r->n[1] < EST_RESPONSE_MIN || r->n[0] < EST_RESPONSE_MIN || !(r->stalls > 0) || !(r->stall > 0))
+		return false;
+	for (int j = 0; j < 2; j++) {
+		double m = r->sum[j] / r->n[j], v = r->sq[j] / r->n[j] - m * m;
+
+		se += v > 0 ? v / r->n[j] : 0;
+	}
+	x = r->stall / r->stalls;
+	return sqrt(se) * EST_RESPONSE_PRECISE <= x;
 }
 
 struct est_delay est_response_share(const struct est_response *r, bool unbiased, double *delta, double *stall)
@@ -165,7 +196,7 @@ struct est_delay est_response_share(const struct est_response *r, bool unbiased,
 		double ws = se > 0 ? x * x / (se * se) : 1e12, wp = 1 / (EST_RESPONSE_PRIOR_SD * EST_RESPONSE_PRIOR_SD),
 		       m0 = (ws * (d / x) + wp) / (ws + wp);
 
-		s.mid = unbiased ? clamp(m0, -0.5, 1.5) : clamp(m0, 0, 1);
+		s.mid = unbiased ? clamp(d / x, -1, 2) : clamp(m0, 0, 1);
 	}
 	s.lo = clamp((d - 2.5 * se) / x, 0, 1);
 	s.hi = clamp((d + 2.5 * se) / x, 0, 1);

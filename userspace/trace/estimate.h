@@ -153,18 +153,39 @@ void est_response_add(struct est_response *r, const double n[2], const double su
  * many, the older ones weighed down as newer come. */
 #define EST_RESPONSE_MEMORY 5000
 
+/* ... and a window weighs in it at most this many gaps: a job's first window, long, its
+ * queue filling (a share near 1), would otherwise outweigh dozens of short ones after it
+ * for the whole recording (2,400 gaps to their 80 each). */
+#define EST_RESPONSE_WINDOW 200
+
+/* R weighed down, its means and spreads kept, to at most MOST gaps. */
+void est_response_cap(struct est_response *r, double most);
+
 /* Add ADD to the pool R, whose older gaps keep a weight of at most MEMORY less ADD's (and
  * at least a quarter of MEMORY); MEMORY 0: all of it. */
 void est_response_pool(struct est_response *r, const struct est_response *add, double memory);
+
+/* A job's share surely below this says a device's queue paced it, and what its thread paid
+ * was only partly the job's. Not "below 1": a loop that paces itself read 0.97
+ * (0.00-1.00) over 90,000 gaps in a run here, and was said to be device-paced. */
+#define EST_JOB_PACED 0.9
+
+/* Whether R's gaps say the share well enough for one window to take it from them alone:
+ * EST_RESPONSE_MIN gaps after stalls and after other calls, and the share's standard
+ * error at most 1/EST_RESPONSE_PRECISE. */
+#define EST_RESPONSE_PRECISE 2.0
+bool est_response_precise(const struct est_response *r);
 
 /* The share of a delay that pushes calls out: mid (the gaps' difference over the stall,
  * weighed against 1 by EST_RESPONSE_PRIOR_SD), and its range (2.5 sigma of the difference
  * of the means, within 0-1, and holding mid; down to 0 where its upper end is below 1: a
  * device paced the thread part of the time, and what pushed may have been made up); 1
- * (0-1) while fewer than EST_RESPONSE_MIN gaps after stalls are in. UNBIASED: mid as measured (within -0.5-1.5),
- * noise either side of the truth, so that windows' corrections sum to the truth's; else
- * within 0-1. *DELTA (may be NULL): how much longer the gap after a stall was, and *STALL
- * the stall (s). */
+ * (0-1) while fewer than EST_RESPONSE_MIN gaps after stalls are in. UNBIASED (for gaps
+ * est_response_precise says enough of): mid as measured, not weighed against 1 (within
+ * -1 to 2, twice its error at most), noise either side of the truth, so that windows'
+ * corrections sum to the truth's (weighed, a 2 ms window's share read 0.15 where the truth
+ * was 0.05); else within 0-1. *DELTA (may be NULL): how much longer the gap after a stall
+ * was, and *STALL the stall (s). */
 struct est_delay est_response_share(const struct est_response *r, bool unbiased, double *delta, double *stall);
 
 /* Delay corrections D with only SHARE of the delay pushing calls out: each end of D with

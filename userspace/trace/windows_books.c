@@ -67,23 +67,26 @@ static double read_closed(struct windows *w, int g, double trap_scale)
 
 /* The share of a thread's probes' delay that pushed its calls out of the window it just
  * closed, by the stalls in it (estimate.h, est_response): by the window's own gaps where
- * it has enough (a job's pace changes, as when a device queue fills after the start: the
- * window's gaps say how it was then; and their noise averages out over windows, as a share
- * clamped to 0-1 would not), else by the group's latest. Into the group's books either way. */
+ * they say it well enough (a job's pace changes, as when a device queue fills after the
+ * start: the window's gaps say how it was then; and their noise averages out over windows,
+ * as a share clamped to 0-1 or weighed against 1 would not), else by the group's latest
+ * windows, each weighed at most EST_RESPONSE_WINDOW gaps. Into the group's books either way. */
 static struct est_delay thread_share(struct windows *w, int g, const struct cuda_tstate *st)
 {
 	double n[2] = {st->gap_n[0], st->gap_n[1]}, sum[2] = {(double)st->gap_ns[0], (double)st->gap_ns[1]},
 	       sq[2] = {(double)st->gap_sq[0], (double)st->gap_sq[1]};
-	struct est_response mine = {0};
+	struct est_response mine = {0}, capped;
+	bool own;
 
 	est_response_add(&mine, n, sum, sq, (double)st->stall_sum_ns, st->stalls);
-	est_response_pool(&w->resp[g], &mine, EST_RESPONSE_MEMORY);
 	est_response_pool(&w->resp_all[g], &mine, 0);
+	capped = mine;
+	est_response_cap(&capped, EST_RESPONSE_WINDOW);
+	est_response_pool(&w->resp[g], &capped, EST_RESPONSE_MEMORY);
 	if (!w->stalls)
 		return (struct est_delay){1, 1, 1};
-	if (mine.n[1] >= EST_RESPONSE_MIN && mine.n[0] >= EST_RESPONSE_MIN)
-		return est_response_share(&mine, true, NULL, NULL);
-	return est_response_share(&w->resp[g], false, NULL, NULL);
+	own = est_response_precise(&mine);
+	return est_response_share(own ? &mine : &w->resp[g], own, NULL, NULL);
 }
 
 /* A thread a device's queue paces makes up, once the queue lets it, the calls a stall
