@@ -177,7 +177,7 @@ static void print_summary(struct engine *e, const char *gpu_summary)
 		/* a job without CUDA too: its samples, their events in its switches */
 		if (!o->trace) {
 			/* where the device set the pace, what the thread paid is only partly the job's */
-			if (js.hi < EST_JOB_PACED) {
+			if (js.hi < 1) {
 				fprintf(stderr,
 					", overhead ~%.2g%% (%.2g-%.2g%%: a device set the pace; %.2g%% of the "
 					"thread's time)",

@@ -165,9 +165,10 @@ void est_response_cap(struct est_response *r, double most);
  * at least a quarter of MEMORY); MEMORY 0: all of it. */
 void est_response_pool(struct est_response *r, const struct est_response *add, double memory);
 
-/* A job's share surely below this says a device's queue paced it, and what its thread paid
- * was only partly the job's. Not "below 1": a loop that paces itself read 0.97
- * (0.00-1.00) over 90,000 gaps in a run here, and was said to be device-paced. */
+/* A job's share surely below 1 and read below this says a device's queue paced it, and
+ * what its thread paid was only partly the job's. Not "surely below 1" alone: a loop that
+ * paces itself read 0.97 (0.00 to just below 1) over 90,000 gaps in a run here, and was
+ * said to be device-paced; a device-bound one, its windows short, reads 0.08 (0.00-0.99). */
 #define EST_JOB_PACED 0.9
 
 /* Whether R's gaps say the share well enough for one window to take it from them alone:

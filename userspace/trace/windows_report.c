@@ -204,9 +204,10 @@ void windows_warn_floored(struct windows *w)
 }
 
 /* What of a thread's delay slows the job: the stalls' share over every windowed group's
- * gaps where it is surely below EST_JOB_PACED (a device's queue set the pace part of the
- * time, and the delay came out of the thread's waits on it); else all of it, as the
- * budget assumes (and where the stalls cannot tell: too few gaps, GPUBPF_STALL_US=0). */
+ * gaps where it is surely below 1 and read below EST_JOB_PACED (a device's queue set the
+ * pace part of the time, and the delay came out of the thread's waits on it); else all of
+ * it, as the budget assumes (and where the stalls cannot tell: too few gaps,
+ * GPUBPF_STALL_US=0). */
 static struct est_delay job_share(const struct windows_summary *sum)
 {
 	struct est_response all = {0};
@@ -217,7 +218,7 @@ static struct est_delay job_share(const struct windows_summary *sum)
 	for (int g = 0; g < CG__COUNT; g++)
 		est_response_pool(&all, &sum->resp[g], 0);
 	s = est_response_share(&all, false, NULL, NULL);
-	return s.hi < EST_JOB_PACED ? s : one;
+	return s.hi < 1 && s.mid < EST_JOB_PACED ? s : one;
 }
 
 double windows__overhead(struct windows *w, const uint64_t cost_ns[CG__COUNT], const struct governor *gv,
@@ -311,7 +312,7 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 	if (w) {
 		struct est_delay js = job_share(&sum);
 
-		if (js.hi < EST_JOB_PACED)
+		if (js.hi < 1)
 			profile__add_comment(
 			    prof,
 			    "cuda cost: the job slowed by an estimated %.3g%% (%.3g-%.3g%%): a device's queue set the "
