@@ -150,41 +150,44 @@ void est_response_pool(struct est_response *r, const struct est_response *add, d
 	r->stalls = a * r->stalls + add->stalls;
 }
 
-bool est_response_precise(const struct est_response *r)
+/* R's gaps: D, how much longer a gap after a stall was, its standard error SE, and the
+ * stall X (s). False while too few are in (EST_RESPONSE_MIN). */
+static bool response_diff(const struct est_response *r, double *d, double *se, double *x)
 {
-	double se = 0, x;
+	double m[2], v[2];
 
 	if (r->n[1] < EST_RESPONSE_MIN || r->n[0] < EST_RESPONSE_MIN || !(r->stalls > 0) || !(r->stall > 0))
 		return false;
-	for (int j = 0; j < 2; j++) {
-		double m = r->sum[j] / r->n[j], v = r->sq[j] / r->n[j] - m * m;
-
-		se += v > 0 ? v / r->n[j] : 0;
-	}
-	x = r->stall / r->stalls;
-	return sqrt(se) * EST_RESPONSE_PRECISE <= x;
-}
-
-struct est_delay est_response_share(const struct est_response *r, bool unbiased, double *delta, double *stall)
-{
-	struct est_delay s = {1, 0, 1};
-	double m[2], v[2], x, d, se;
-
-	if (delta)
-		*delta = 0;
-	if (stall)
-		*stall = 0;
-	if (r->n[1] < EST_RESPONSE_MIN || r->n[0] < EST_RESPONSE_MIN || !(r->stalls > 0) || !(r->stall > 0))
-		return s;
 	for (int j = 0; j < 2; j++) {
 		m[j] = r->sum[j] / r->n[j];
 		v[j] = r->sq[j] / r->n[j] - m[j] * m[j];
 		if (!(v[j] > 0))
 			v[j] = 0;
 	}
-	x = r->stall / r->stalls;
-	d = m[1] - m[0];
-	se = sqrt(v[0] / r->n[0] + v[1] / r->n[1]);
+	*x = r->stall / r->stalls;
+	*d = m[1] - m[0];
+	*se = sqrt(v[0] / r->n[0] + v[1] / r->n[1]);
+	return true;
+}
+
+bool est_response_precise(const struct est_response *r)
+{
+	double d, se, x;
+
+	return response_diff(r, &d, &se, &x) && se * EST_RESPONSE_PRECISE <= x;
+}
+
+struct est_delay est_response_share(const struct est_response *r, bool unbiased, double *delta, double *stall)
+{
+	struct est_delay s = {1, 0, 1};
+	double x, d, se;
+
+	if (delta)
+		*delta = 0;
+	if (stall)
+		*stall = 0;
+	if (!response_diff(r, &d, &se, &x))
+		return s;
 	if (delta)
 		*delta = d;
 	if (stall)
