@@ -175,6 +175,7 @@ static void open_window(struct windows *w, int g)
 	struct gstate *s = &w->gs[g];
 	uint32_t id = w->next_id++;
 	struct wrec *r;
+	double gate;
 
 	if (!id || id == CUDA_WINDOW_CLOSED)
 		id = w->next_id = 1, w->next_id++;
@@ -200,9 +201,10 @@ static void open_window(struct windows *w, int g)
 	pthread_mutex_unlock(&w->lock);
 	/* written ahead of its slot (windows_ahead), the gate opens exactly at it, or where
 	 * the thread caught up on the probes' stall (a late attach) */
+	gate = fmax(s->wopen, s->ready);
 	r->bound = s->wclose;
-	cuda__set_window(w->c, g, id, fmax(s->wopen, s->ready), s->wclose);
-	r->open = fmax(now_s(), fmax(s->wopen, s->ready));
+	cuda__set_window(w->c, g, id, gate, s->wclose);
+	r->open = fmax(now_s(), gate);
 	s->pending = false;
 	s->cur = r;
 	w->windows++;
