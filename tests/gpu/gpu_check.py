@@ -5,7 +5,8 @@ network). `make gpu-bundle` builds the bundle on the development machine; here:
 
   sudo python3 gpu_check.py            (env: OUT=dir, PYTHON=the PyTorch python,
                                         ITERS=200, QUICK=1 for one round of throughput,
-                                        ROUNDS=N for N, GPU_CHECK_SECONDS=520)
+                                        ROUNDS=N for N, GPU_CHECK_SECONDS=520,
+                                        GPU_CHECK_PIN=0 or a CPU list)
 
 It keeps to GPU_CHECK_SECONDS (520 by default: a device call's limit is 600): the rounds
 of the throughput, switches and parts rows stop early (their rows say of how many rounds)
@@ -15,6 +16,9 @@ the table of the rows so far.
 
 SELFTEST=1 runs what needs no GPU and no PyTorch (the C workloads' rows, launch_loop's
 throughput, a Python-driven ctypes step, launch_step.py, for PyTorch's) on a machine without either, to check this script itself (tests/e2e/79).
+
+The timed jobs (throughput, switches, parts) run on the same few CPUs in every mode, alone
+or not (GPU_CHECK_PIN: job_cpus), and each row gives its "alone" runs' spread.
 
 Profiles are read with gpubpf's own reader (gpubpf convert --format folded). Every
 result goes to $OUT/results.tsv as soon as it is known (a run cut short keeps what it
@@ -37,6 +41,7 @@ Items (issue 12; throughput targets are issue 13's):
   14 device time never breaks the job: the PyTorch step and launch_loop --spin-us 4 under
     default mode with device time, SURVIVE_RUNS (4) runs each, none may die (at 1d503a9
     the step died in 4 of 9 runs: heap corruption, a cuptiFinalize inside a nested call)"""
+import glob
 import json
 import os
 import re
@@ -148,6 +153,78 @@ def run(name, cmd, env=None, timeout=300):
         f.write("$ %s\n%s" % (" ".join(cmd), out))
     log("  ran %s in %.1f s (rc %d)" % (name, time.time() - t0, rc))
     return rc, out
+
+
+def cpu_list(text):
+    """The CPUs of a list such as "0-3,8,10-11"."""
+    cpus = set()
+    for part in text.strip().split(","):
+        if "-" in part:
+            a, b = part.split("-")
+            cpus.update(range(int(a), int(b) + 1))
+        elif part:
+            cpus.add(int(part))
+    return cpus
+
+
+def job_cpus():
+    """The CPUs the timed jobs run on in every mode, alone or not, or None (GPU_CHECK_PIN=0,
+    or too few CPUs). On the H100 the PyTorch step alone ran 3333 then 2654 steps/s in two
+    rounds, as much as every loss it was there to measure: a job the scheduler puts on
+    another core, another node, or beside a busy SMT sibling from one run to the next.
+    GPU_CHECK_PIN=LIST takes those CPUs; by default one CPU of each of up to 4 cores on the
+    GPU's NUMA node (not CPU 0, where interrupts go), at most half of the CPUs allowed:
+    gpubpf itself is not pinned and runs on the others, as beside a job that leaves it room."""
+    want = os.environ.get("GPU_CHECK_PIN", "")
+    allowed = os.sched_getaffinity(0)
+    if want == "0":
+        return None
+    if want:
+        cpus = cpu_list(want) & allowed
+        return sorted(cpus) or None
+    near = set(allowed)
+    for f in sorted(glob.glob("/sys/bus/pci/drivers/nvidia/*/local_cpulist")):
+        try:
+            near = (cpu_list(open(f).read()) & allowed) or near
+        except (OSError, ValueError):
+            pass
+        break
+    cores, picked = set(), []
+    for c in sorted(near - {0} if len(near) > 1 else near, reverse=True):
+        try:
+            core = open("/sys/devices/system/cpu/cpu%d/topology/core_id" % c).read().strip()
+            pkg = open("/sys/devices/system/cpu/cpu%d/topology/physical_package_id" % c).read().strip()
+        except OSError:
+            core, pkg = str(c), "0"
+        if (pkg, core) in cores:
+            continue
+        cores.add((pkg, core))
+        picked.append(c)
+    picked = picked[:min(4, len(allowed) // 2)]
+    return sorted(picked) or None
+
+
+JOB_CPUS = None
+
+
+def pinned(cmd):
+    """CMD run on JOB_CPUS (through taskset, or a Python shim that sets the affinity and
+    execs it: gpubpf follows the exec as it follows its command's)."""
+    if not JOB_CPUS:
+        return cmd
+    cpus = ",".join(str(c) for c in JOB_CPUS)
+    if shutil.which("taskset"):
+        return ["taskset", "-c", cpus] + cmd
+    return [PY, "-c", "import os, sys; os.sched_setaffinity(0, {%s}); os.execvp(sys.argv[1], sys.argv[1:])" % cpus,
+            ] + cmd
+
+
+def spread(v):
+    """The runs' spread about their median, for a row: "-a%..+b%"."""
+    if len(v) < 2:
+        return ""
+    m = statistics.median(v)
+    return " (runs %+.1f%%..%+.1f%%)" % (100 * (min(v) / m - 1), 100 * (max(v) / m - 1)) if m else ""
 
 
 _speedscope = {}
@@ -594,17 +671,17 @@ def check_throughput():
         runs = {m: [] for m, _ in modes}
         ests, deaths, outs = {}, {}, {}
         # the first run of a case after others pays for a cold GPU and caches: not counted
-        run("tp-%s-warm-up" % re.sub(r"\W+", "_", name), cmd)
+        run("tp-%s-warm-up" % re.sub(r"\W+", "_", name), pinned(cmd))
         for r, order in timed_rounds(ROUNDS, modes, keep):
             for m, args in order:
                 if args == "torch":
                     if not torch_ok:
                         continue
-                    c = cmd + ["--torch-profile"]
+                    c = pinned(cmd + ["--torch-profile"])
                 elif args is None:
-                    c = cmd
+                    c = pinned(cmd)
                 else:
-                    c = [GPUBPF, "record", "-o", tp_pb(name, m)] + args + ["--"] + cmd
+                    c = [GPUBPF, "record", "-o", tp_pb(name, m)] + args + ["--"] + pinned(cmd)
                 rc, out = run("tp-%s-%s-%d" % (re.sub(r"\W+", "_", name), re.sub(r"\W+", "_", m), r), c)
                 if died(rc, out, key):
                     deaths[m] = deaths.get(m, 0) + 1
@@ -617,7 +694,7 @@ def check_throughput():
                 with open(os.path.join(OUT, "throughput.txt"), "a") as f:
                     f.write("%s\t%s\tround %d\t%s=%.1f\n" % (name, m, r, key, v))
         alone = statistics.median(runs["alone"]) if runs["alone"] else 0
-        parts = ["alone %.0f/s" % alone]
+        parts = ["alone %.0f/s%s" % (alone, spread(runs["alone"]))]
         verdict = "PASS"
         for m, _ in modes[1:]:
             if not runs[m]:
@@ -690,7 +767,8 @@ def check_switches():
     for r, order in timed_rounds(ROUNDS, modes):
         for m, args in order:
             pb = os.path.join(OUT, "switches-%s.pb.gz" % m.replace(" ", "_"))
-            c = cmd if args is None else [GPUBPF, "record", "--no-device-time", "-o", pb] + args + ["--"] + cmd
+            c = pinned(cmd) if args is None else [GPUBPF, "record", "--no-device-time", "-o", pb] + args + ["--"] + \
+                pinned(cmd)
             rc, out = run("switches-%s-%d" % (m.replace(" ", "_"), r), c)
             runs[m].append(rate(out, "per_sec"))
             if args is None:
@@ -704,7 +782,7 @@ def check_switches():
             if w and m == "default":
                 at.append(float(w.group(1)))
     alone = statistics.median(runs["alone"]) if runs["alone"] else 0
-    parts = ["alone %.0f/s" % alone]
+    parts = ["alone %.0f/s%s" % (alone, spread(runs["alone"]))]
     for m in ("own clocks", "default"):
         v = statistics.median(runs[m]) if runs[m] else 0
         lost = " (meas. %.2g%%)" % (100 * (1 - v / alone)) if alone else ""
@@ -756,7 +834,8 @@ def check_parts():
         for m, args in order:
             tag = re.sub(r"\W+", "_", m)
             pb = os.path.join(OUT, "parts-%s.pb.gz" % tag)
-            c = cmd if args is None else [GPUBPF, "record", "--no-device-time", "-o", pb] + args + ["--"] + cmd
+            c = pinned(cmd) if args is None else [GPUBPF, "record", "--no-device-time", "-o", pb] + args + ["--"] + \
+                pinned(cmd)
             rc, out = run("parts-%s-%d" % (tag, r), c)
             runs[m].append(rate(out, key))
             sl = re.search(r"slices=([0-9.,]+)", out)
@@ -771,7 +850,7 @@ def check_parts():
                 if o:
                     own.append(o)
     alone = statistics.median(runs["alone"]) if runs["alone"] else 0
-    parts = ["alone %.0f/s" % alone]
+    parts = ["alone %.0f/s%s" % (alone, spread(runs["alone"]))]
     for m, _ in modes[1:]:
         if not runs[m] or not alone:
             continue
@@ -882,7 +961,11 @@ def main():
             return 0
         checks = ["cupti", "survives", "programs", "pytorch", "trace", "estimates", "remeasure", "throughput",
                   "switches", "parts"]
-    global reserve
+    global reserve, JOB_CPUS
+    JOB_CPUS = job_cpus()
+    result("6", "the timed jobs' CPUs, alone and under gpubpf (GPU_CHECK_PIN)",
+           "%s of %d" % (",".join(map(str, JOB_CPUS)) if JOB_CPUS else "any", len(os.sched_getaffinity(0))),
+           "one a core, by the GPU", "INFO")
     try:
         for i, c in enumerate(checks):
             reserve = sum(LEAST_S[x] for x in checks[i + 1:])
