@@ -272,7 +272,7 @@ static int settle_call(struct cuda_tracer *c, const struct cuda_key *k, const st
 	}
 	c->s->truncated_stacks += (uint64_t)trunc;
 	c->calls += v->calls;
-	return add_cuda_sample(c, k, v, ips, n, 0, w * f.mid);
+	return add_cuda_sample(c, k, v, ips, n, 0, est_weight(w, f.mid));
 }
 
 /* The calls kept at earlier drains whose windows' books are closed now. */

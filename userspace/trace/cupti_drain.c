@@ -154,7 +154,7 @@ static int add_dev_sample(struct cupti_tracer *c, const struct dev_key *k, const
 					 k->kind == DEV_KERNEL ? 0 : (double)v->ns};
 
 			cpt_win_add(c, period, w, &d, (double)v->count, est);
-			w *= d.mid;
+			w = est_weight(w, d.mid);
 		} else {
 			c->unweighted += v->count;
 		}

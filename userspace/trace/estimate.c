@@ -324,30 +324,38 @@ void est_period_plan(struct est_period *p, double len, double w)
 		p->sampled = true;
 }
 
+double est_weight(double w, double f)
+{
+	/* (an unbounded F times no time outside is still none) */
+	return w > 1 ? 1 + f * (w - 1) : 1;
+}
+
 void est_period_add(struct est_period *p, double w, const struct est_delay *d, double n, const double values[3])
 {
 	/* a factor below 1 is a window's share of the delay measured below 0: noise, kept so
 	 * that the windows' estimates average to the truth (est_response_share) */
 	double factor = d && d->mid > 0 ? d->mid : 1, lo = d && d->lo > 0 ? fmin(d->lo, factor) : factor,
-	       hi = d && d->hi > factor ? d->hi : factor;
+	       hi = d && d->hi > factor ? d->hi : factor, a;
 
 	if (!(w >= 1))
 		w = 1;
 	if (w > 1 || factor != 1)
 		p->sampled = true;
 	p->seen += n;
+	a = est_weight(w, factor);
 	for (int v = 0; v < 3; v++) {
-		double x = values[v] * factor;
+		double x = values[v] * a;
 
 		p->raw[v] += values[v];
-		p->est[v] += w * x;
-		p->sys[0][v] += w * values[v] * lo;
+		p->est[v] += x;
+		p->sys[0][v] += values[v] * est_weight(w, lo);
 		if (values[v] != 0) /* hi may be unbounded: nothing times it is still nothing */
-			p->sys[1][v] += w * values[v] * hi;
-		/* Each call's value is in the sum with probability 1/w: its own share of the
-		 * variance is (w^2 - w) value^2; the calls of a window share theirs equally. */
+			p->sys[1][v] += values[v] * est_weight(w, hi);
+		/* Each call's value is in the sum with probability 1/w, at weight a: its own
+		 * share of the variance is (1 - 1/w) (a value)^2; the calls of a window share
+		 * theirs equally. */
 		if (n > 0)
-			p->poisson[v] += (w * w - w) * x * x / n;
+			p->poisson[v] += (1 - 1 / w) * x * x / n;
 	}
 }
 

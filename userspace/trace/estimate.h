@@ -23,7 +23,9 @@
  * realized length (attaching and detaching take time; the weight is the segment's length
  * over the length attached), and the probes' own delay (est_run_factor): a thread that
  * calls again as soon as it can makes fewer calls while its probes cost it time, and the
- * window would under-count it; the calls its probes pushed past the window are added back.
+ * window would under-count the time outside it, where it calls at its own rate: that time
+ * is counted at the rate without the probes (est_weight; the calls the probes pushed past
+ * the window are in it, made after the window, and count once).
  * That delay is the probes' program time, timed in the job, and their traps, calibrated on
  * gpubpf's own call: in a job a trap costs more than there (1.5-2.2 times in this VM's
  * launch loops, docs/DESIGN.md), so the correction has a range. The traps are timed in
@@ -69,8 +71,9 @@ double est_place(const struct est_segment *seg, int k, double u, double *open, d
  * END: the segment the rest of the window becomes. */
 struct est_segment est_segment_split(double t, double end, double w);
 
-/* The factor for the calls one thread made in one window (>= 1): the calls its probes'
- * delay pushed past the window's end, added back. CALLS counted calls in the window;
+/* The factor for the calls one thread made in one window (>= 1): its rate without its
+ * probes over its rate with them (the calls their delay pushed past the window's end over
+ * those it made in it, plus one). CALLS counted calls in the window;
  * RUN_CALLS of them since the thread last slept or waited on the device, the first at
  * RUN_START and the last at LAST (seconds); BACKLOG the probe time of that run, LAST_COST
  * of its last hit; SLEPT: the thread slept after its last call (the delay was made up).
@@ -194,6 +197,16 @@ struct est_delay est_response_share(const struct est_response *r, bool unbiased,
  * 0, noise, makes a factor below 1). */
 struct est_delay est_delay_share(struct est_delay d, struct est_delay share);
 
+/* What a call seen in a window of weight W (1/p: each instant is in a window with
+ * probability p) stands for, its probes' delay correcting the window's rate by F: itself,
+ * and W - 1 calls of the time outside the window at the rate the thread has there, without
+ * its probes (F times the window's). Not F * W: the calls the probes pushed out of the
+ * window were made after it, in the time outside, which counts them already; F * W estimates
+ * the calls the job would have made without gpubpf, not those it made (the 4 us spin loop
+ * at a 5% budget: +4% on average; with windows over all of its time, 2.5 million for its
+ * 1.5 million). A thread a device paces has F near 1 either way. W <= 1: the call, once. */
+double est_weight(double w, double f);
+
 /* One period of one group: what was seen and what it estimates. */
 struct est_period {
 	double len;	   /* seconds */
@@ -220,7 +233,7 @@ struct est_period *est_group_period(struct est_group *g, size_t i);
 void est_period_plan(struct est_period *p, double len, double w);
 
 /* Add what a window of weight W saw in period P: N calls and VALUES[3] (sums), whose
- * probes' delay D (est_run_delay, est_delay_share; NULL: none) corrects. */
+ * probes' delay D (est_run_delay, est_delay_share; NULL: none) corrects (est_weight). */
 void est_period_add(struct est_period *p, double w, const struct est_delay *d, double n, const double values[3]);
 
 struct est_total {
