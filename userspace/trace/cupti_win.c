@@ -629,9 +629,8 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 		    "%.2f us, measured in the job%s by timing launch calls followed with activity on against calls "
 		    "with it off, those that met gpubpf's CPU launch probes alike: all out in %d, all in in %d, "
 		    "mixed in %d of %d targets; callbacks %.2f us timed in them and CUPTI's dispatch to them %.2f us, "
-		    "the H100's) "
-		    "against %.2f us without; estimated overhead %.3g%% "
-		    "(%" PRIu64 " launches followed in %" PRIu64
+		    "the H100's) against %.2f us without; estimated overhead %.3g%% (%" PRIu64
+		    " launches followed in %" PRIu64
 		    " windows %.3g%%, their switches %.3g%% (CUPTI set up and torn down, %.3g ms a window), the "
 		    "measurement %.3g%%, callbacks on outside windows (the measurements' warm-up and calls they did "
 		    "not time, and in %" PRIu64
