@@ -96,6 +96,24 @@ attached() {
 		--ci "$TMP/$name.ci" >"$TMP/$name.cmp"
 }
 
+# held CHECK NAME N PCT WHAT: the launches' estimate in $TMP/NAME.pb.gz (its comment printed
+# after "== WHAT: ") against the truth N: inside its stated interval, and within PCT%.
+held() {
+	local check=$1 name=$2 n=$3 pct=$4 est
+	est=$(pprof -raw "$TMP/$name.pb.gz" | sed -n 's/^Comment: cuda estimate: launches: //p')
+	echo "== $5: $est"
+	set -- $(echo "$est" | sed -n 's/^\([0-9,]*\) calls, 95% CI \([0-9,]*\)-\([0-9,]*\) .*/\1 \2 \3/p' | tr -d ,)
+	if [ $# != 3 ]; then
+		fail "$check" "no estimate with an interval: $est $(tail -1 "$TMP/$name.err")"
+	elif [ "$2" -le "$n" ] && [ "$3" -ge "$n" ] && python3 -c "import sys
+print('    truth $n, estimate %+.1f%%' % (100 * ($1 / $n - 1)))
+sys.exit(abs($1 / $n - 1) > $pct / 100)"; then
+		pass "$check"
+	else
+		fail "$check" "estimated $1 of $n launches, stated interval $2-$3: the truth outside, or more than $pct% off"
+	fi
+}
+
 # Attached in the middle: 10 s of a 20 s run.
 attached attach 20 2.3 10 "$GPUBPF" record --overhead-budget $BUDGET
 st=$?
@@ -149,16 +167,7 @@ fi
 N=800000
 "$GPUBPF" record --overhead-budget 20 -o "$TMP/hd.pb.gz" -- "$WL/cuda/launch_loop" $N --spin-us 4 \
 	>"$TMP/hd.out" 2>"$TMP/hd.err"
-est=$(pprof -raw "$TMP/hd.pb.gz" | sed -n 's/^Comment: cuda estimate: launches: //p')
-echo "== launch_loop $N --spin-us 4 at --overhead-budget 20: $est"
-set -- $(echo "$est" | sed -n 's/^\([0-9,]*\) calls, 95% CI \([0-9,]*\)-\([0-9,]*\) .*/\1 \2 \3/p' | tr -d ,)
-if [ $# != 3 ]; then
-	fail "estimates-self-paced-high-duty" "no estimate with an interval: $est $(tail -1 "$TMP/hd.err")"
-elif [ "$2" -le $N ] && [ "$3" -ge $N ] && python3 -c "import sys; print('    truth $N, estimate %+.1f%%' % (100 * ($1 / $N - 1))); sys.exit(abs($1 / $N - 1) > 0.08)"; then
-	pass "estimates-self-paced-high-duty"
-else
-	fail "estimates-self-paced-high-duty" "estimated $1 of $N launches, stated interval $2-$3: the truth outside, or more than 8% off"
-fi
+held estimates-self-paced-high-duty hd $N 8 "launch_loop $N --spin-us 4 at --overhead-budget 20"
 
 # A device that sets the pace: each kernel takes 10 us on the device, its queue holds 1,024
 # (tests/workloads/cuda/launch_loop.cu's stand-in device where launches fail fast; on a GPU
@@ -238,16 +247,7 @@ fi
 # mean +1.2% in 24 runs since, -1.5% to +28%, mean +9.3% alternating with them before).
 GPUBPF_WINDOW_PERIOD=0.2 "$GPUBPF" record --overhead-budget 0.3 -o "$TMP/short.pb.gz" -- "$WL/cuda/launch_loop" \
 	$N --spin-us 4 --device-us 10 >"$TMP/short.out" 2>"$TMP/short.err"
-est=$(pprof -raw "$TMP/short.pb.gz" | sed -n 's/^Comment: cuda estimate: launches: //p')
-echo "== launch_loop $N --spin-us 4 --device-us 10 in 2 ms windows: $est"
-set -- $(echo "$est" | sed -n 's/^\([0-9,]*\) calls, 95% CI \([0-9,]*\)-\([0-9,]*\) .*/\1 \2 \3/p' | tr -d ,)
-if [ $# != 3 ]; then
-	fail "estimates-device-paced-short-windows" "no estimate with an interval: $est $(tail -1 "$TMP/short.err")"
-elif [ "$2" -le $N ] && [ "$3" -ge $N ] && python3 -c "import sys; sys.exit(abs($1 / $N - 1) > 0.3)"; then
-	pass "estimates-device-paced-short-windows"
-else
-	fail "estimates-device-paced-short-windows" "estimated $1 of $N launches, stated interval $2-$3: the truth outside, or more than 30% off"
-fi
+held estimates-device-paced-short-windows short $N 30 "launch_loop $N --spin-us 4 --device-us 10 in 2 ms windows"
 if grep -q "a device set the pace" "$TMP/ll.err"; then
 	fail "estimates-self-paced-thread-cost" "a loop that sets its own pace read as device-paced: $(tail -1 "$TMP/ll.err")"
 else
