@@ -339,6 +339,10 @@ void est_period_add(struct est_period *p, double w, const struct est_delay *d, d
 
 	if (!(w >= 1))
 		w = 1;
+	/* A window over all of its period saw every call (its delay corrects nothing, its
+	 * own error is none); with a delay it still counts in the periods' spread, which the
+	 * interval of the few sampled periods around it is taken from (an attach whose
+	 * windows covered 50 of its 51 periods would have no interval at all). */
 	if (w > 1 || factor != 1)
 		p->sampled = true;
 	p->seen += n;
