@@ -135,19 +135,19 @@ void est_response_cap(struct est_response *r, double most)
 
 void est_response_pool(struct est_response *r, const struct est_response *add, double memory)
 {
-	double old = r->n[0] + r->n[1], add_n = add->n[0] + add->n[1], keep = memory - add_n, a = 1;
+	double keep = memory - (add->n[0] + add->n[1]);
 
 	if (keep < 0.25 * memory)
 		keep = 0.25 * memory;
-	if (memory > 0 && old > keep)
-		a = keep / old;
+	if (memory > 0)
+		est_response_cap(r, keep);
 	for (int j = 0; j < 2; j++) {
-		r->n[j] = a * r->n[j] + add->n[j];
-		r->sum[j] = a * r->sum[j] + add->sum[j];
-		r->sq[j] = a * r->sq[j] + add->sq[j];
+		r->n[j] += add->n[j];
+		r->sum[j] += add->sum[j];
+		r->sq[j] += add->sq[j];
 	}
-	r->stall = a * r->stall + add->stall;
-	r->stalls = a * r->stalls + add->stalls;
+	r->stall += add->stall;
+	r->stalls += add->stalls;
 }
 
 /* R's gaps: D, how much longer a gap after a stall was, its standard error SE, and the
