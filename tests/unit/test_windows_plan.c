@@ -97,9 +97,11 @@ TEST(missed_and_stood_in)
 
 	CHECK(plan_wrapped(w, seg, 1000));
 	while (s->pending)
-		windows_miss(w, s);
+		windows_miss(w, s, 1);
 	CHECK(NEAR(s->owed, 1, 1e-9));
 	CHECK(w->missed == 2);
+	/* no probes were in for them: none to take out */
+	CHECK(s->detach_at == 0);
 	CHECK(plan_wrapped(w, next, 1000));
 	weight = s->weight;
 	windows_stand_in(s, &weight);
@@ -108,8 +110,13 @@ TEST(missed_and_stood_in)
 	/* a first window missed owes its whole segment, however short it was cut */
 	windows_plan(w, 0, seg, 1, true, false);
 	s->wclose = 0.03;
-	windows_miss(w, s);
+	/* its probes in ahead of it (attach sets detach_at to 0): out from the miss on, not
+	 * left in until the next window closes */
+	s->attached = true;
+	s->detach_at = 0;
+	windows_miss(w, s, 0.5);
 	CHECK(NEAR(s->owed, 1, 1e-9));
+	CHECK(s->detach_at == 0.5);
 	free(w);
 }
 

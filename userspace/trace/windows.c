@@ -137,6 +137,27 @@ static void arm_guard(struct windows *w, int g, double t)
 	cuda__arm_guard(w->c, g, hits[g] + (uint64_t)(allow > 1 ? allow : 1));
 }
 
+/* Group G's probes in with no window open from T: every call pays its trap and counts
+ * nowhere (ahead of a window, after one, or held in by a window thread that woke late). */
+static void idle_begin(struct gstate *s, double t)
+{
+	if (s->attached && !s->cur && !(s->idle_since > 0))
+		s->idle_since = t;
+}
+
+/* ... until T (a window opened, or the probes came out): the longest such time is said. */
+static void idle_end(struct windows *w, int g, double t)
+{
+	struct gstate *s = &w->gs[g];
+
+	if (!(s->idle_since > 0))
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->idle_max[g] = fmax(w->idle_max[g], t - s->idle_since);
+	pthread_mutex_unlock(&w->lock);
+	s->idle_since = 0;
+}
+
 /* Probes in for a window about to open (its gate still closed). */
 static void attach(struct windows *w, int g)
 {
@@ -148,6 +169,7 @@ static void attach(struct windows *w, int g)
 		return;
 	cuda__set_group(w->c, g, true, NULL);
 	s->attached = true;
+	idle_begin(s, t0);
 	s->ready = now_s() + w->insert * SETTLE_X * s->paced;
 	/* the next ones start this much earlier, and then some */
 	took = now_s() - t0;
@@ -205,6 +227,7 @@ static void open_window(struct windows *w, int g)
 	r->bound = s->wclose;
 	cuda__set_window(w->c, g, id, gate, s->wclose);
 	r->open = fmax(now_s(), gate);
+	idle_end(w, g, r->open);
 	s->pending = false;
 	s->cur = r;
 	w->windows++;
@@ -225,8 +248,14 @@ static void open_due(struct windows *w, int g, double t)
 	bool room = true;
 
 	/* probes out at a period's start: their attach (a grace period, 10-14 ms here) is
-	 * part of how late the window opens */
+	 * part of how late the window opens; none for a window with no room left already */
 	if (!s->attached) {
+		if (t - s->wopen > LATE_S && !(t + MIN_SLOT / 2 < limit)) {
+			w->late++;
+			w->late_s += t - s->wopen;
+			windows_miss(w, s, t);
+			return;
+		}
 		attach(w, g);
 		t = now_s();
 	}
@@ -251,7 +280,7 @@ static void open_due(struct windows *w, int g, double t)
 	if (room && t < s->wclose)
 		open_window(w, g);
 	else
-		windows_miss(w, s);
+		windows_miss(w, s, t);
 }
 
 /* Close group G's window now: its gate first (the window ends exactly here), then its
@@ -290,8 +319,10 @@ static void close_window(struct windows *w, int g, bool keep, bool cut)
 	r->final = true;
 	pthread_mutex_unlock(&w->lock);
 	s->cur = NULL;
-	if (!keep)
+	if (!keep) {
 		s->detach_at = r->close;
+		idle_begin(s, r->close);
+	}
 }
 
 /* Probes out once their calls in flight have returned (at most a quarter period), unless
@@ -307,6 +338,7 @@ static void maybe_detach(struct windows *w, int g, double t)
 	if (cuda__group_pending(w->c, g) > 0 && t < s->detach_at + w->period / 4)
 		return;
 	cuda__set_group(w->c, g, false, NULL);
+	idle_end(w, g, now_s());
 	s->attached = false;
 	s->detach_at = 0;
 }
@@ -387,7 +419,7 @@ static void new_period(struct windows *w)
 			continue;
 		close_window(w, g, false, false);
 		while (s->pending)
-			windows_miss(w, s);
+			windows_miss(w, s, now_s());
 		/* one slot in each part of the period (governor.c, strata_for) */
 		s->strata = !first && w->gv->g[g].strata > 1 ? w->gv->g[g].strata : 1;
 		s->stratum = 0;
@@ -478,9 +510,11 @@ static void *run(void *arg)
 		 " segments with none stood in for by the next; probes attached "
 		 "%.2f ms before a window",
 		 w->windows, w->cuts, w->late, w->late_s * 1e3, w->moved, w->missed, w->lead * 1e3);
-	for (int g = 0; g < CG__COUNT; g++)
+	for (int g = 0; g < CG__COUNT; g++) {
 		if (w->gs[g].cur)
 			close_window(w, g, true, w->gs[g].wclose > w->stop_t);
+		idle_end(w, g, w->stop_t);
+	}
 	return NULL;
 }
 
@@ -505,8 +539,10 @@ int windows__start(struct windows *w)
 		windows_plan(w, g, seg, w->gv->g[g].duty, !w->gv->g[g].measured, false);
 		if (s->wopen <= t)
 			open_window(w, g);
-		else
+		else {
 			s->detach_at = t;
+			idle_begin(s, t);
+		}
 	}
 	err = pthread_create(&w->thread, NULL, run, w);
 	if (err)
@@ -624,40 +660,6 @@ void windows__add(struct windows *w, uint32_t id, double n, const double values[
 			est_period_add(p, weight, d, n, values);
 	}
 	pthread_mutex_unlock(&w->lock);
-}
-
-void windows__summary(struct windows *w, struct windows_summary *out)
-{
-	uint64_t max = 0, traps = 0, closed = 0;
-
-	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&w->lock);
-	/* The last period ends with the recording: its length is what was recorded of it. */
-	for (int g = 0; g < CG__COUNT; g++) {
-		if (w->stop_t > 0 && w->est[g].n > w->pi)
-			w->est[g].p[w->pi].len = w->stop_t - w->period_start;
-		est_group_total(&w->est[g], 0, &out->calls[g]);
-		est_group_total(&w->est[g], 1, &out->value[g]);
-	}
-	hmap_for_each(&w->tcost, e) if (e->val > max)
-	{
-		max = e->val;
-		out->busiest_tid = (int)e->k[0];
-	}
-	if (max) {
-		hmap__get(&w->ttraps, (uint64_t)out->busiest_tid, 0, 0, &traps);
-		hmap__get(&w->tclosed, (uint64_t)out->busiest_tid, CG__COUNT, 2, &closed);
-	}
-	out->trap_scale = est_traps_scale(&w->traps, &out->trap_ticks);
-	memcpy(out->resp, w->resp_all, sizeof(out->resp));
-	out->stalls = w->stalls;
-	out->windows = w->windows;
-	out->guard_cuts = w->cuts;
-	out->elapsed = (w->stop_t > 0 ? w->stop_t : now_s()) - w->start;
-	pthread_mutex_unlock(&w->lock);
-	out->probes = (double)max / 1e9;
-	out->probes_traps = (double)traps / 1e9;
-	out->probes_closed = (double)closed / 1e9;
 }
 
 struct est_delay windows__share(struct windows *w, int g)

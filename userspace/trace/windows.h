@@ -52,6 +52,10 @@ struct windows_summary {
 	double trap_ticks;		   /* ... from this many of the kernel's ticks */
 	uint64_t windows;		   /* windows opened */
 	uint64_t guard_cuts;		   /* windows the guard cut short */
+	uint64_t late;			   /* windows opened late (the window thread woke late) */
+	double late_s;			   /* ... by this much in all */
+	uint64_t missed;		   /* windows that never opened (the next stood in) */
+	double idle_max[CG__COUNT];	   /* per group: the longest its probes were in with no window open */
 	double elapsed;			   /* seconds recorded */
 	/* measured costs to the busiest thread, seconds over the recording */
 	double probes;	      /* its probe hits (program time measured, traps calibrated), window switches */

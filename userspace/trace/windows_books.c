@@ -2,13 +2,14 @@
 /* The books of a window, right after its gate closed: what each thread that hit it paid
  * (its probes' time, and what they cost it with no window open since the last look), and
  * the calls its probes' delay pushed out of it (the delay correction). windows.c's thread
- * calls it under the books' lock. */
+ * calls it under the books' lock; windows__summary reads them over the recording. */
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cuda.h"
 #include "estimate.h"
@@ -176,4 +177,51 @@ void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busi
 	}
 	*closed = read_closed(w, g, est_traps_scale(&w->traps, NULL).mid);
 	paced_catch_up(w, r, *closed);
+}
+
+static double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The books over the recording (windows.h). */
+void windows__summary(struct windows *w, struct windows_summary *out)
+{
+	uint64_t max = 0, traps = 0, closed = 0;
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&w->lock);
+	/* The last period ends with the recording: its length is what was recorded of it. */
+	for (int g = 0; g < CG__COUNT; g++) {
+		if (w->stop_t > 0 && w->est[g].n > w->pi)
+			w->est[g].p[w->pi].len = w->stop_t - w->period_start;
+		est_group_total(&w->est[g], 0, &out->calls[g]);
+		est_group_total(&w->est[g], 1, &out->value[g]);
+	}
+	hmap_for_each(&w->tcost, e) if (e->val > max)
+	{
+		max = e->val;
+		out->busiest_tid = (int)e->k[0];
+	}
+	if (max) {
+		hmap__get(&w->ttraps, (uint64_t)out->busiest_tid, 0, 0, &traps);
+		hmap__get(&w->tclosed, (uint64_t)out->busiest_tid, CG__COUNT, 2, &closed);
+	}
+	out->trap_scale = est_traps_scale(&w->traps, &out->trap_ticks);
+	memcpy(out->resp, w->resp_all, sizeof(out->resp));
+	out->stalls = w->stalls;
+	out->windows = w->windows;
+	out->guard_cuts = w->cuts;
+	out->late = w->late;
+	out->late_s = w->late_s;
+	out->missed = w->missed;
+	memcpy(out->idle_max, w->idle_max, sizeof(out->idle_max));
+	out->elapsed = (w->stop_t > 0 ? w->stop_t : mono_now()) - w->start;
+	pthread_mutex_unlock(&w->lock);
+	out->probes = (double)max / 1e9;
+	out->probes_traps = (double)traps / 1e9;
+	out->probes_closed = (double)closed / 1e9;
 }

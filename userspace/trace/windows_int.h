@@ -85,6 +85,7 @@ struct gstate {
 	double owed;	     /* seconds of segments whose window never opened (the thread woke too
 			      * late), at weight 1: the next window stands in for them */
 	double detach_at;    /* > 0: detach once calls in flight have returned */
+	double idle_since;   /* > 0: its probes in with no window open since then */
 	struct wrec *cur;
 	double look_t;
 	uint64_t look_hits;
@@ -120,9 +121,10 @@ struct windows {
 	struct est_response resp_all[CG__COUNT]; /* ... and over the recording */
 	bool stalls;				 /* ... asked of the job by stalls (cuda__set_stall) */
 	uint64_t windows, cuts;
-	uint64_t late, moved; /* windows opened late (> LATE_S), moved past their slot */
-	uint64_t missed;      /* segments with no window, stood in for by the next (owed) */
-	double late_s;	      /* how late those opened, in all */
+	uint64_t late, moved;	    /* windows opened late (> LATE_S), moved past their slot */
+	uint64_t missed;	    /* segments with no window, stood in for by the next (owed) */
+	double late_s;		    /* how late those opened, in all */
+	double idle_max[CG__COUNT]; /* per group: the longest its probes were in with no window open */
 	unsigned short xsubi[3];
 	bool no_estimates; /* the agent: no per-period estimates kept (windows__no_estimates) */
 	bool warned_floor; /* said that the budget is below the plan's floors */
@@ -175,8 +177,10 @@ void windows_stand_in(struct gstate *s, double *weight);
  * after the period, ended: a warm-up of 20 ms was seen, past parts of 25 ms): the next
  * window stands in for that time, as one moved past its slot does for its slot (lost, it
  * made the estimate 25% low with 8 parts a 0.2 s period). The next piece, if any, is
- * pending then. */
-void windows_miss(struct windows *w, struct gstate *s);
+ * pending then. Probes put in for it come out from T, as after a window (maybe_detach):
+ * left in, every call paid its trap and counted nowhere until the group's next window
+ * closed, up to a period later (67% of a launch loop's time on a loaded CI host). */
+void windows_miss(struct windows *w, struct gstate *s, double t);
 
 /* Part I of the current period's STRATA equal parts (the last ends with the period). */
 struct est_segment windows_stratum(const struct windows *w, int i, int strata);

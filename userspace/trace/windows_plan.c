@@ -124,7 +124,7 @@ void windows_stand_in(struct gstate *s, double *weight)
 	s->owed = 0;
 }
 
-void windows_miss(struct windows *w, struct gstate *s)
+void windows_miss(struct windows *w, struct gstate *s, double t)
 {
 	double len = s->slot_len > 0 ? s->slot_len : s->wclose - s->wopen;
 
@@ -136,6 +136,8 @@ void windows_miss(struct windows *w, struct gstate *s)
 	else if (len > 0)
 		s->owed += s->weight * len;
 	w->missed++;
+	if (s->attached && !s->cur && !(s->detach_at > 0))
+		s->detach_at = t;
 	windows_next_piece(s);
 }
 
