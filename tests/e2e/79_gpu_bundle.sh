@@ -78,6 +78,10 @@ row_like "selftest:switches-row" "context switches, two threads handing work ove
 P=' [0-9.]+ \(est\. [0-9.e+-]+%, meas\. [0-9.e+-]+%\)'
 row_like "selftest:parts-row" "the loss part by part, launch_loop --spin-us 4 (medians of 1)" \
 	"^alone [0-9]+/s, default$P, --no-python$P, -F 1$P, a tenth of the budget$P, gpubpf's CPU \(default\): recording [0-9.e+-]+ s, set-up [0-9.e+-]+ s, after [0-9.e+-]+ s\|INFO$"
+# a window thread that woke late: how late, how many never opened, and the longest each
+# group's probes were in with no window open (a held thread once left them in a period)
+row_like "selftest:windows-late-row" "launch_loop: CUDA windows opened late (by, in all), never opened; the longest each group's probes were in with no window open" \
+	'^[0-9]+ \([0-9.e+-]+ ms\), [0-9]+; launches [0-9.e+-]+ ms, copies [0-9.e+-]+ ms, syncs [0-9.e+-]+ ms\|INFO$'
 # item 14: the job ran under device time, and lived
 got=$(row "the job survives device time: launch_loop --spin-us 4")
 [ "$got" = "died in 0 of 1 runs|PASS" ] && pass "selftest:survives-row" || fail "selftest:survives-row" "'$got'"

@@ -411,6 +411,14 @@ def device_windows(pb, what="", required=True):
     if cc:
         result("13", what + "CUDA probes' cost: overall, hits, of which no window open, CPU sampling (a sample)",
                "%s%%, %s%%, %s%%, %s%% (%s us)" % cc.groups(), "measured", "INFO")
+    # a window thread that woke late (a loaded machine): windows late or never opened, and
+    # the longest each group's probes were in with no window open (a window never opened
+    # once left them in up to a period: 67% of a launch loop's time in a CI run)
+    lw = re.search(r"windows opened late: ([0-9]+), by ([0-9.e+-]+) ms in all, and never opened: ([0-9]+) .*?"
+                   r"no window open: ([a-z]+ [0-9.e+-]+ ms(?:, [a-z]+ [0-9.e+-]+ ms)*)", out)
+    if lw:
+        result("13", what + "CUDA windows opened late (by, in all), never opened; the longest each group's probes "
+               "were in with no window open", "%s (%s ms), %s; %s" % lw.groups(), "measured", "INFO")
     # gpubpf's own CPU, where no CPU it may use was idle (a job that fills the machine)
     own = re.search(r"cost: gpubpf's own CPU: ([0-9.e+-]+) s over ([0-9.e+-]+) s .*?; ([0-9.e+-]+) s of it(?: and [a-z -]+?)? ran where "
                     r"none .*? is ([0-9.e+-]+)% of its time \(up to ([0-9.e+-]+)%", out)

@@ -484,6 +484,7 @@ static void header(struct ctx *c)
 	for (int i = 0; i < profile__num_comments(p); i++)
 		if (strstr(profile__comment(p, i), "estimates scaled") ||
 		    strstr(profile__comment(p, i), "in windows") || has_prefix(profile__comment(p, i), "cuda cost: ") ||
+		    has_prefix(profile__comment(p, i), "cuda: sampled windows ") ||
 		    has_prefix(profile__comment(p, i), "cost: "))
 			fprintf(c->f, "  note: %s\n", profile__comment(p, i));
 }
