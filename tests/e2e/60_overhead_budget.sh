@@ -131,7 +131,7 @@ fi
 # come out as after a window; left in until the group's next window closed, up to a period
 # (0.2 s) of a launch loop's calls paid their traps and counted nowhere (67% of its time in
 # a CI run at 1 s periods). What it holds in now is a stop's 40 ms and an attach's or
-# detach's few ms at most: 0.3-15 ms in 6 runs; before, 15-217 ms in 9 runs, over 100 ms
+# detach's few ms at most: 0.3-15 ms in 7 runs; before, 15-217 ms in 9 runs, over 100 ms
 # in 5 of them (the unit test windows_plan's missed_and_stood_in checks the rule itself).
 GPUBPF_WINDOW_PERIOD=0.2 "$GPUBPF" record --overhead-budget 0.01 -o "$TMP/held.pb.gz" -- \
 	"$WL/cuda/launch_loop" --seconds 5 >"$TMP/held.out" 2>"$TMP/held.err" &
