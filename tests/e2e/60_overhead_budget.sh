@@ -131,27 +131,33 @@ fi
 # come out as after a window; left in until the group's next window closed, up to a period
 # (0.2 s) of a launch loop's calls paid their traps and counted nowhere (67% of its time in
 # a CI run at 1 s periods). What it holds in now is a stop's 40 ms and an attach's or
-# detach's few ms at most: 0.3-15 ms in 7 runs; before, 15-217 ms in 9 runs, over 100 ms
-# in 5 of them (the unit test windows_plan's missed_and_stood_in checks the rule itself).
-GPUBPF_WINDOW_PERIOD=0.2 "$GPUBPF" record --overhead-budget 0.01 -o "$TMP/held.pb.gz" -- \
-	"$WL/cuda/launch_loop" --seconds 5 >"$TMP/held.out" 2>"$TMP/held.err" &
-gp=$!
-sleep 0.3
-while kill -0 "$gp" 2>/dev/null; do
-	sleep "0.$((RANDOM % 10 + 10))"
-	kill -STOP "$gp" 2>/dev/null
-	sleep 0.04
-	kill -CONT "$gp" 2>/dev/null
-done
-wait "$gp"
-rc=$?
-held=$(pprof -raw "$TMP/held.pb.gz" | sed -n 's/^Comment: cuda: sampled windows .*; \(windows opened late: .*\)/\1/p')
-late=$(echo "$held" | sed -n 's/^windows opened late: \([0-9]*\),.*/\1/p')
-idle=$(echo "$held" | sed -n 's/.*no window open: launches \([0-9.e+-]*\) ms.*/\1/p')
-echo "# held up: $held"
-if [ "$rc" = 0 ] && [ "${late:-0}" -gt 0 ] && [ -n "$idle" ] &&
-	python3 -c "import sys; sys.exit(0 if float('$idle') < 100 else 1)"; then
+# detach's few ms at most: 0.3-15 ms in 8 runs; before, 0.4-181 ms in 14 runs, over 75 ms
+# in 4 of them (most misses are a slot's tail at a period's end, the next piece at the
+# next one's start). So this is a guard against the gross failure, and a loaded host that
+# stalls gpubpf more than the stops do gets a second run; the unit test windows_plan's
+# missed_and_stood_in checks the rule itself.
+held_run() {
+	GPUBPF_WINDOW_PERIOD=0.2 "$GPUBPF" record --overhead-budget 0.01 -o "$TMP/held.pb.gz" -- \
+		"$WL/cuda/launch_loop" --seconds 5 >"$TMP/held.out" 2>"$TMP/held.err" &
+	local gp=$!
+	sleep 0.3
+	while kill -0 "$gp" 2>/dev/null; do
+		sleep "0.$((RANDOM % 10 + 10))"
+		kill -STOP "$gp" 2>/dev/null
+		sleep 0.04
+		kill -CONT "$gp" 2>/dev/null
+	done
+	wait "$gp"
+	rc=$?
+	held=$(pprof -raw "$TMP/held.pb.gz" | sed -n 's/^Comment: cuda: sampled windows .*; \(windows opened late: .*\)/\1/p')
+	late=$(echo "$held" | sed -n 's/^windows opened late: \([0-9]*\),.*/\1/p')
+	idle=$(echo "$held" | sed -n 's/.*no window open: launches \([0-9.e+-]*\) ms.*/\1/p')
+	echo "# held up: $held"
+	[ "$rc" = 0 ] && [ "${late:-0}" -gt 0 ] && [ -n "$idle" ] &&
+		python3 -c "import sys; sys.exit(0 if float('$idle') < 75 else 1)"
+}
+if held_run || held_run; then
 	pass "held-thread-probes-out"
 else
-	fail "held-thread-probes-out" "exit $rc; launches' probes in with no window open for up to '${idle}' ms (want under 100 ms); ${held:-no windows comment}; $(tail -3 "$TMP/held.err")"
+	fail "held-thread-probes-out" "exit $rc; launches' probes in with no window open for up to '${idle}' ms (want under 75 ms); ${held:-no windows comment}; $(tail -3 "$TMP/held.err")"
 fi
