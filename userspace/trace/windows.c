@@ -27,7 +27,7 @@
 
 #include "windows_int.h"
 
-static double now_s(void)
+double windows_now(void)
 {
 	struct timespec ts;
 
@@ -78,7 +78,7 @@ struct windows *windows__new(struct cuda_tracer *c, struct governor *gv, double 
 	if (getenv("GPUBPF_WINDOW_SEED"))
 		seed = strtoull(getenv("GPUBPF_WINDOW_SEED"), NULL, 0);
 	else if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
-		seed = (uint64_t)(now_s() * 1e9) ^ (uint64_t)getpid();
+		seed = (uint64_t)(windows_now() * 1e9) ^ (uint64_t)getpid();
 	w->xsubi[0] = (unsigned short)seed;
 	w->xsubi[1] = (unsigned short)(seed >> 16);
 	w->xsubi[2] = (unsigned short)(seed >> 32);
@@ -162,7 +162,7 @@ static void idle_end(struct windows *w, int g, double t)
 static void attach(struct windows *w, int g)
 {
 	struct gstate *s = &w->gs[g];
-	double t0 = now_s(), took;
+	double t0 = windows_now(), took;
 
 	s->detach_at = 0;
 	if (s->attached)
@@ -170,9 +170,9 @@ static void attach(struct windows *w, int g)
 	cuda__set_group(w->c, g, true, NULL);
 	s->attached = true;
 	idle_begin(s, t0);
-	s->ready = now_s() + w->insert * SETTLE_X * s->paced;
+	s->ready = windows_now() + w->insert * SETTLE_X * s->paced;
 	/* the next ones start this much earlier, and then some */
-	took = now_s() - t0;
+	took = windows_now() - t0;
 	windows_note_took(w, took, s->warmed);
 }
 
@@ -182,14 +182,14 @@ static void attach(struct windows *w, int g)
 static void warm(struct windows *w, int g)
 {
 	struct gstate *s = &w->gs[g];
-	double t0 = now_s();
+	double t0 = windows_now();
 
 	if (cuda__warm(w->c)) {
 		attach(w, g);
 		return;
 	}
 	s->warmed = true;
-	windows_note_took(w, now_s() - t0, false);
+	windows_note_took(w, windows_now() - t0, false);
 }
 
 static void open_window(struct windows *w, int g)
@@ -226,12 +226,19 @@ static void open_window(struct windows *w, int g)
 	gate = fmax(s->wopen, s->ready);
 	r->bound = s->wclose;
 	cuda__set_window(w->c, g, id, gate, s->wclose);
-	r->open = fmax(now_s(), gate);
+	r->open = fmax(windows_now(), gate);
 	idle_end(w, g, r->open);
 	s->pending = false;
 	s->cur = r;
 	w->windows++;
 	arm_guard(w, g, r->open);
+}
+
+/* Whether S's pending window, due by now, still has room at T before LIMIT (the next
+ * piece, or its segment's end): on time, or late with half a shortest window left. */
+static bool room_at(const struct gstate *s, double t, double limit)
+{
+	return t - s->wopen <= LATE_S || t + MIN_SLOT / 2 < limit;
 }
 
 /* Group G's pending window is due at T. One that opens late (the thread woke late, or
@@ -250,14 +257,14 @@ static void open_due(struct windows *w, int g, double t)
 	/* probes out at a period's start: their attach (a grace period, 10-14 ms here) is
 	 * part of how late the window opens; none for a window with no room left already */
 	if (!s->attached) {
-		if (t - s->wopen > LATE_S && !(t + MIN_SLOT / 2 < limit)) {
+		if (!room_at(s, t, limit)) {
 			w->late++;
 			w->late_s += t - s->wopen;
 			windows_miss(w, s, t);
 			return;
 		}
 		attach(w, g);
-		t = now_s();
+		t = windows_now();
 	}
 	/* A thread a device paces makes up, once the queue lets it, the calls the probes'
 	 * stall held back; in a window just after an attach that came late (its warm-up
@@ -268,7 +275,7 @@ static void open_due(struct windows *w, int g, double t)
 	if (late > LATE_S) {
 		w->late++;
 		w->late_s += late;
-		room = t + MIN_SLOT / 2 < limit;
+		room = room_at(s, t, limit);
 		if (room) {
 			if (!(s->slot_len > 0))
 				s->slot_len = s->wclose - s->wopen;
@@ -296,7 +303,7 @@ static void close_window(struct windows *w, int g, bool keep, bool cut)
 		return;
 	cuda__set_window(w->c, g, CUDA_WINDOW_CLOSED, 0, 0);
 	/* the gate closed at its bound, however late this thread woke */
-	r->close = fmin(now_s(), r->bound);
+	r->close = fmin(windows_now(), r->bound);
 	r->cut = cut;
 	len = r->close - r->open;
 	pthread_mutex_lock(&w->lock);
@@ -338,7 +345,7 @@ static void maybe_detach(struct windows *w, int g, double t)
 	if (cuda__group_pending(w->c, g) > 0 && t < s->detach_at + w->period / 4)
 		return;
 	cuda__set_group(w->c, g, false, NULL);
-	idle_end(w, g, now_s());
+	idle_end(w, g, windows_now());
 	s->attached = false;
 	s->detach_at = 0;
 }
@@ -419,14 +426,14 @@ static void new_period(struct windows *w)
 			continue;
 		close_window(w, g, false, false);
 		while (s->pending)
-			windows_miss(w, s, now_s());
+			windows_miss(w, s, windows_now());
 		/* one slot in each part of the period (governor.c, strata_for) */
 		s->strata = !first && w->gv->g[g].strata > 1 ? w->gv->g[g].strata : 1;
 		s->stratum = 0;
 		windows_plan(w, g, windows_stratum(w, 0, s->strata), w->gv->g[g].duty, first, false);
 		/* open from the boundary: the probes stay, the calls go to the new window */
 		if (s->wopen - windows_ahead(w, s, false) <= w->period_start)
-			open_due(w, g, now_s());
+			open_due(w, g, windows_now());
 	}
 }
 
@@ -442,7 +449,7 @@ static void *run(void *arg)
 	prctl(PR_SET_TIMERSLACK, 1000UL);
 	for (;;) {
 		struct pollfd pf[2] = {{.fd = w->stop_fd, .events = POLLIN}, {.fd = rb_fd, .events = POLLIN}};
-		double t = now_s(), next = t + GUARD_S;
+		double t = windows_now(), next = t + GUARD_S;
 		bool look = atomic_exchange(&w->woken, 0);
 		struct timespec to;
 
@@ -459,7 +466,7 @@ static void *run(void *arg)
 
 			if (!s->windowed)
 				continue;
-			t = now_s();
+			t = windows_now();
 			if (s->cur && t >= s->wclose)
 				end_window(w, g, t);
 			/* the window of this part of the period is over (or was dropped): the next */
@@ -490,7 +497,7 @@ static void *run(void *arg)
 		}
 		if (w->period_start + w->period < next)
 			next = w->period_start + w->period;
-		t = now_s();
+		t = windows_now();
 		if (next < t)
 			next = t;
 		to.tv_sec = (time_t)(next - t);
@@ -504,7 +511,7 @@ static void *run(void *arg)
 	}
 	/* The end: every open window closes here (its slot, cut by the end, is the part
 	 * recorded), and the probes stay for the final drain. */
-	w->stop_t = now_s();
+	w->stop_t = windows_now();
 	pr_debug("windows: %" PRIu64 " opened, %" PRIu64 " cut by the guard, %" PRIu64
 		 " opened late (%.1f ms in all), %" PRIu64 " of them past their slot, %" PRIu64
 		 " segments with none stood in for by the next; probes attached "
@@ -520,7 +527,7 @@ static void *run(void *arg)
 
 int windows__start(struct windows *w)
 {
-	double t = now_s();
+	double t = windows_now();
 	int err;
 
 	w->start = w->period_start = t;

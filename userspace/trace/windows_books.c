@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cuda.h"
 #include "estimate.h"
@@ -179,14 +178,6 @@ void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busi
 	paced_catch_up(w, r, *closed);
 }
 
-static double mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* The books over the recording (windows.h). */
 void windows__summary(struct windows *w, struct windows_summary *out)
 {
@@ -219,7 +210,7 @@ void windows__summary(struct windows *w, struct windows_summary *out)
 	out->late_s = w->late_s;
 	out->missed = w->missed;
 	memcpy(out->idle_max, w->idle_max, sizeof(out->idle_max));
-	out->elapsed = (w->stop_t > 0 ? w->stop_t : mono_now()) - w->start;
+	out->elapsed = (w->stop_t > 0 ? w->stop_t : windows_now()) - w->start;
 	pthread_mutex_unlock(&w->lock);
 	out->probes = (double)max / 1e9;
 	out->probes_traps = (double)traps / 1e9;

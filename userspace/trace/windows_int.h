@@ -132,6 +132,9 @@ struct windows {
 	double once_own;   /* ... and gpubpf's own CPU took from a thread (windows__set_own) */
 };
 
+/* CLOCK_MONOTONIC in seconds: the clock of the windows, their gates and the books. */
+double windows_now(void);
+
 /* Window R of group G just closed (its gate first; under w->lock): its threads' delay
  * corrections into R, what they paid into the books (tcost, ttraps), and for the
  * governor its busiest thread's probe time, all threads' and their hits, and the busiest
