@@ -169,7 +169,8 @@ static void attach(struct windows *w, int g)
 		return;
 	cuda__set_group(w->c, g, true, NULL);
 	s->attached = true;
-	idle_begin(s, t0);
+	/* the breakpoints go in at the attach's end, after its wait for the kernel */
+	idle_begin(s, windows_now());
 	s->ready = windows_now() + w->insert * SETTLE_X * s->paced;
 	/* the next ones start this much earlier, and then some */
 	took = windows_now() - t0;
