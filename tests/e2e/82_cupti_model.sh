@@ -66,13 +66,15 @@ fixed = re.search(r"CUPTI's set-up at attach and the measurement's switches [0-9
 verdict("one-off-cost-counted", bool(fixed) and 0.29 <= float(fixed[1]) <= 100,
         f"{fixed[1]} ms" if fixed else "no one-off part in the gpu cost comment")
 # what was spent once (the one-off part, the measurement, the callbacks on outside windows)
-# is repaid from the budget: at 5%, the model's ~40 ms take 2 s of the 4 s run at most
-rep = re.search(r"what was spent once, ([0-9.e+-]+) ms, is repaid from the budget.* and ([0-9.e+-]+) ms were "
-                r"repaid by the end", raw)
-once, repaid = (float(rep[1]), float(rep[2])) if rep else (0, 0)
+# is repaid from the budget: at 5%, the model's ~40 ms take 2 s of the 4 s run at most;
+# with it, what periods spent over the budget (the probes' plan from a cost measured low)
+rep = re.search(r"what was spent once, ([0-9.e+-]+) ms, is repaid from the budget.*over the budget "
+                r"\(([0-9.e+-]+) ms\), at most half the budget, and ([0-9.e+-]+) ms of the two were repaid by the end",
+                raw)
+once, over, repaid = (float(rep[1]), float(rep[2]), float(rep[3])) if rep else (0, 0, 0)
 verdict("one-off-cost-repaid-from-budget",
-        bool(rep and fixed) and once >= float(fixed[1]) and 0.5 * once <= repaid <= once,
-        f"{repaid} ms of {once} ms repaid" if rep else "no repayment in the gpu cost comment")
+        bool(rep and fixed) and once >= float(fixed[1]) and 0.5 * once <= repaid <= 1.005 * (once + over),  # (3 digits said)
+        f"{repaid} ms of {once} ms and {over} ms over repaid" if rep else "no repayment in the gpu cost comment")
 gpu = re.search(r"Comment: gpu: .* in windows: (\d+) kernels .* of (\d+) launches and copies followed in (\d+) "
                 r"windows.* (\d+) lost,", raw)
 # the top is "unbounded" where CUPTI's cost at its dearest took all of a launching thread's

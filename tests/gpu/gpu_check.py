@@ -447,7 +447,7 @@ def device_windows(pb, what="", required=True):
     ev = re.search(r"gpu cost: .*one window in (\d+) periods", out)
     fx = re.search(r"gpu cost: .*CUPTI's set-up at attach and the measurement's switches [0-9.e+-]+% \(([0-9.e+-]+) ms", out)
     rp = re.search(r"gpu cost: .*what was spent once, ([0-9.e+-]+) ms, is repaid from the budget.* and ([0-9.e+-]+) ms "
-                   r"were repaid by the end", out)
+                   r"of the two were repaid by the end", out)
     result("13", what + "device time in windows: cost per launch measured in the job (CUPTI activity + probe, callbacks)",
            "+%s us (%s + %s) on a %s us launch (timed with the launch probes %s); duty %s%%; set-up+teardown "
            "%s ms a window, 1 in %s periods; attach and measurement %s ms once; spent once %s ms, %s repaid from "

@@ -637,14 +637,14 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 		    " ticks to name new launch handles) %.3g%% (the library's time in them, and CUPTI's dispatch to "
 		    "them taken as the H100's 0.6 us), CUPTI's set-up at attach and the measurement's switches "
 		    "%.3g%% (%.3g ms, once), all launching threads together; what was spent once, %.3g ms, is repaid "
-		    "from the budget: each period keeps back what repays it, at most half the budget, and %.3g ms "
-		    "were repaid by the end)",
+		    "from the budget: each period keeps back what repays it and what periods spent over the budget "
+		    "(%.3g ms), at most half the budget, and %.3g ms of the two were repaid by the end)",
 		    100 * c->duty, c->period * c->every, every, (act + cb) / n / 1e3 + DEV_CB_DISPATCH_S * 1e6,
 		    act / n / 1e3, times, probes[DEV_PROBES_OUT], probes[DEV_PROBES_IN], probes[DEV_PROBES_MIXED], n,
 		    cb / n / 1e3, DEV_CB_DISPATCH_S * 1e6, (base - cb) / n / 1e3, 100 * total, c->followed, c->windows,
 		    100 * parts[0], 100 * parts[1], c->windows ? (double)c->switch_ns / c->windows / 1e6 : 0,
 		    100 * parts[2], c->naming_ticks, 100 * parts[3], 100 * parts[4], 1e3 * parts[4] * elapsed,
-		    1e3 * g.once, 1e3 * fmin(g.repaid, g.once));
+		    1e3 * g.once, 1e3 * g.over, 1e3 * fmin(g.repaid, g.once + g.over));
 	}
 	cpt_win_totals(c, &k, &t);
 	if (k.sampled < 2) {

@@ -139,18 +139,41 @@ void governor__plan(struct governor *gv)
 	}
 }
 
+/* What group I costs the busiest thread at its planned duty (a fraction). */
+static double planned_cost(const struct governor *gv, int i)
+{
+	const struct gov_group *g = &gv->g[i];
+	double sum = g->duty * full_cost(gv, g);
+
+	if (!gv->exact && !g->always && g->duty < 1)
+		sum += fixed_cost(gv, g);
+	return sum;
+}
+
 double governor__overhead(const struct governor *gv)
 {
 	double sum = gv->cpu_cost + gv->repay;
 
-	for (int i = 0; i < gv->ngroups; i++) {
-		const struct gov_group *g = &gv->g[i];
-
-		sum += g->duty * full_cost(gv, g);
-		if (!gv->exact && !g->always && g->duty < 1)
-			sum += fixed_cost(gv, g);
-	}
+	for (int i = 0; i < gv->ngroups; i++)
+		sum += planned_cost(gv, i);
 	return sum;
+}
+
+double governor__overspent(struct governor *gv, int n, double spent, double dt)
+{
+	double share = gv->budget - governor__overhead(gv), over;
+
+	if (gv->exact || gv->floored || !(dt > 0) || !(spent > 0))
+		return 0;
+	for (int i = 0; i < n && i < gv->ngroups; i++)
+		if (!gv->g[i].always)
+			share += planned_cost(gv, i);
+	over = spent - fmax(share, 0) * dt;
+	if (!(over > 0))
+		return 0;
+	gv->over += over;
+	gv->over_n++;
+	return over;
 }
 
 void governor__spent_once(struct governor *gv, double secs)
@@ -162,12 +185,12 @@ void governor__spent_once(struct governor *gv, double secs)
 void governor__repay(struct governor *gv, double dt)
 {
 	if (dt > 0 && gv->repay > 0)
-		gv->repaid = fmin(gv->repaid + gv->repay * dt, fmax(gv->once, gv->repaid));
+		gv->repaid = fmin(gv->repaid + gv->repay * dt, fmax(gv->once + gv->over, gv->repaid));
 }
 
 double governor__debt(const struct governor *gv)
 {
-	return gv->once > gv->repaid ? gv->once - gv->repaid : 0;
+	return gv->once + gv->over > gv->repaid ? gv->once + gv->over - gv->repaid : 0;
 }
 
 static double smooth(bool measured, double old, double r)
@@ -182,11 +205,12 @@ void governor__observe(struct governor *gv, int group, double busiest, double al
 	if (group < 0 || group >= gv->ngroups || !(len > 0))
 		return;
 	g = &gv->g[group];
-	g->util = smooth(g->measured, g->util, fmin(1, busiest / len));
-	g->util_all = smooth(g->measured, g->util_all, all / len);
+	g->util = smooth(g->measured && !g->saturated, g->util, fmin(1, busiest / len));
+	g->util_all = smooth(g->measured && !g->saturated, g->util_all, all / len);
 	if (hits > 0 && all > 0)
 		g->hit_cost = all / hits;
 	g->measured = true;
+	g->saturated = false;
 }
 
 void governor__observe_closed(struct governor *gv, int group, double secs)
@@ -210,6 +234,7 @@ void governor__saturated(struct governor *gv, int group)
 	if (g->util_all < 1)
 		g->util_all = 1;
 	g->measured = true;
+	g->saturated = true;
 }
 
 /* Seconds one hit of G costs: measured in the job where it has hits, else calibrated. */

@@ -26,7 +26,11 @@
  * What is spent once (device time's set-up of CUPTI at attach, its cost measurement, its
  * callbacks on between windows to name launch handles: milliseconds, at the start of a
  * session) is a debt: each plan keeps back what repays it within a period, at most half
- * the budget left after CPU sampling, until it is repaid.
+ * the budget left after CPU sampling, until it is repaid. So is what a period's windowed
+ * probes, as measured, spent over their share of the budget (governor__overspent): a plan
+ * is only as good as the cost it was made from, and the first, measuring window of a job
+ * that has just started reads it low (18% of a launch loop's thread, against 24-29% a
+ * second later), so a short job overspent its budget by a fifth.
  * Pure arithmetic, no I/O: unit-tested. */
 #ifndef GPUBPF_GOVERNOR_H
 #define GPUBPF_GOVERNOR_H
@@ -39,6 +43,7 @@ struct gov_group {
 	const char *name;
 	bool always;	 /* never windowed (allocations, name lookups: rare, and needed whole) */
 	bool measured;	 /* a window measured its cost */
+	bool saturated;	 /* its util is the guard's 1, not measured: the next window's is taken whole */
 	double util;	 /* fraction of the busiest thread's time its probes took while attached */
 	double util_all; /* ... of all threads' time together (the guard sees all threads' hits) */
 	double hit_cost; /* seconds one hit costs, measured in the job (0: not yet) */
@@ -74,7 +79,10 @@ struct governor {
 	double min_slot;     /* seconds: the shortest window worth opening */
 	bool exact;	     /* every group always attached */
 	double once;	     /* seconds of a thread's time spent once so far (governor__spent_once) */
-	double repaid;	     /* ... of it repaid so far (governor__repay) */
+	double over;	     /* seconds the windowed probes spent over their share, all periods
+			      * (governor__overspent) ... */
+	int over_n;	     /* ... in this many periods */
+	double repaid;	     /* ... of those two repaid so far (governor__repay) */
 	double repay;	     /* out: the fraction of each period kept back to repay once - repaid */
 	bool floored;	     /* out: the plan is over the budget, held up by its floors (CPU
 			      * sampling alone over it, or a group at min_duty) */
@@ -93,10 +101,19 @@ double governor__overhead(const struct governor *gv);
  * grows, or shrinks where it was overestimated: what was repaid is kept). */
 void governor__spent_once(struct governor *gv, double secs);
 
+/* A period of DT seconds ran at the last plan, and the probes of its windowed groups
+ * (groups 0..N-1 not always attached) cost their busiest thread SPENT seconds, as
+ * measured. What that is over their share of the budget (the budget less the plan's other
+ * parts: CPU sampling, what it keeps back, groups always attached or past N) is a debt
+ * like what was spent once; a period under it banks nothing. Nothing is owed where the
+ * plan is held over the budget by its floors (it says so), or for --exact. Returns the
+ * seconds owed. */
+double governor__overspent(struct governor *gv, int n, double spent, double dt);
+
 /* DT seconds ran at the last plan: what it kept back repays what was spent once. */
 void governor__repay(struct governor *gv, double dt);
 
-/* Seconds spent once and not yet repaid. */
+/* Seconds spent once or over the budget, and not yet repaid. */
 double governor__debt(const struct governor *gv);
 
 /* What one window of a group costs a thread besides its hits: opening and closing it
@@ -106,7 +123,10 @@ double governor__window_cost(const struct governor *gv);
 /* A window of GROUP that lasted LEN seconds: its busiest thread's probes took BUSIEST
  * seconds, all threads' together ALL, over HITS hits. A higher cost is taken at once, a
  * lower one weighs half: a job's phases come back, and a group that was hot a moment ago
- * would cost its full price before the guard caught it again. */
+ * would cost its full price before the guard caught it again. After the guard's
+ * saturation (a cost of 1 that no window measured) it is taken whole: halved from 1, a
+ * launch loop's 0.31 was planned at 0.66, then 0.49, and a 4 s job spent 0.8% of a 1%
+ * budget. */
 void governor__observe(struct governor *gv, int group, double busiest, double all, double hits, double len);
 
 /* Between the last window of GROUP and the one that just closed, its probes cost the

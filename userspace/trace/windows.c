@@ -110,6 +110,7 @@ void windows__free(struct windows *w)
 		est_group_free(&w->est[g]);
 	hmap__clear(&w->tcost);
 	hmap__clear(&w->ttraps);
+	hmap__clear(&w->tmark);
 	hmap__clear(&w->tclosed);
 	free(w->ring);
 	pthread_mutex_destroy(&w->lock);
@@ -411,23 +412,33 @@ static void guard_check(struct windows *w, double t)
 	}
 }
 
+/* A period ended: its books closed, what it spent over the budget owed, the next planned. */
 static void new_period(struct windows *w)
 {
+	double over;
+
 	w->pi++;
+	for (int g = 0; g < CG__COUNT; g++) {
+		struct gstate *s = &w->gs[g];
+
+		close_window(w, g, false, false);
+		while (s->pending)
+			windows_miss(w, s, windows_now());
+	}
 	pthread_mutex_lock(&w->lock);
+	over = governor__overspent(w->gv, CG__COUNT, windows_period_spent(w), w->period);
 	governor__repay(w->gv, w->period);
 	governor__plan(w->gv);
 	windows_warn_floored(w);
 	pthread_mutex_unlock(&w->lock);
+	if (over > 0)
+		pr_debug("period %zu: the probes %.3f ms over their budget, owed", w->pi - 1, over * 1e3);
 	for (int g = 0; g < CG__COUNT; g++) {
 		struct gstate *s = &w->gs[g];
 		bool first = !w->gv->g[g].measured;
 
 		if (!s->windowed)
 			continue;
-		close_window(w, g, false, false);
-		while (s->pending)
-			windows_miss(w, s, windows_now());
 		/* one slot in each part of the period (governor.c, strata_for) */
 		s->strata = !first && w->gv->g[g].strata > 1 ? w->gv->g[g].strata : 1;
 		s->stratum = 0;
@@ -668,19 +679,6 @@ void windows__add(struct windows *w, uint32_t id, double n, const double values[
 			est_period_add(p, weight, d, n, values);
 	}
 	pthread_mutex_unlock(&w->lock);
-}
-
-struct est_delay windows__share(struct windows *w, int g)
-{
-	struct est_delay s = {1, 1, 1};
-
-	if (!w || g < 0 || g >= CG__COUNT)
-		return s;
-	pthread_mutex_lock(&w->lock);
-	if (w->stalls)
-		s = est_response_share(&w->resp[g], false, NULL, NULL);
-	pthread_mutex_unlock(&w->lock);
-	return s;
 }
 
 void windows__governor(struct windows *w, struct governor *out)

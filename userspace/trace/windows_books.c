@@ -178,6 +178,36 @@ void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busi
 	paced_catch_up(w, r, *closed);
 }
 
+double windows_period_spent(struct windows *w)
+{
+	uint64_t most = 0;
+
+	hmap_for_each(&w->tcost, e)
+	{
+		uint64_t mark = 0;
+
+		hmap__get(&w->tmark, e->k[0], 0, 0, &mark);
+		if (e->val > mark && e->val - mark > most)
+			most = e->val - mark;
+		hmap__put(&w->tmark, e->k[0], 0, 0, e->val);
+	}
+	return (double)most / 1e9;
+}
+
+/* The share of group G's probes' delay that pushes calls out, pooled (windows.h). */
+struct est_delay windows__share(struct windows *w, int g)
+{
+	struct est_delay s = {1, 1, 1};
+
+	if (!w || g < 0 || g >= CG__COUNT)
+		return s;
+	pthread_mutex_lock(&w->lock);
+	if (w->stalls)
+		s = est_response_share(&w->resp[g], false, NULL, NULL);
+	pthread_mutex_unlock(&w->lock);
+	return s;
+}
+
 /* The books over the recording (windows.h). */
 void windows__summary(struct windows *w, struct windows_summary *out)
 {

@@ -16,10 +16,12 @@
 #include "hmap.h"
 #include "windows.h"
 
+/* FIRST_MEASURE is short: before anything is known of a group, its first window sees every
+ * call pay; 30 ms of a launch loop took 8-12 ms of the period's 9 ms share. */
 #define WIN_RING 8192	   /* windows whose books are kept (seconds of them, drains look back one) */
 #define WIN_THREADS 64	   /* threads per window with their own delay correction */
 #define GUARD_S 0.05	   /* the guard looks at least this often */
-#define FIRST_MEASURE 0.03 /* a group's first window, before anything is known of it */
+#define FIRST_MEASURE 0.01 /* a group's first window, before anything is known of it (above) */
 #define MIN_SLOT 0.002	   /* the shortest window worth opening */
 #define PIECES_MAX 3	   /* a cut window's rest in two pieces, its slot's second */
 #define LATE_S 0.0005	   /* a window opened later than this after its slot began is late */
@@ -114,6 +116,7 @@ struct windows {
 	struct est_group est[CG__COUNT];
 	struct hmap tcost;		     /* (tid) -> ns the thread spent in probes and window switches */
 	struct hmap ttraps;		     /* (tid) -> ns of its traps, at their calibrated cost */
+	struct hmap tmark;		     /* (tid) -> its tcost when the last period ended */
 	struct hmap tclosed;		     /* (tid, group, 0/1) -> its struct cuda_tclosed's cost_ns/traps_ns read;
 					      * (tid, CG__COUNT, 2) -> ns the thread paid so, in tcost too */
 	struct est_traps traps;		     /* the traps' cost timed in the job, pooled */
@@ -141,6 +144,10 @@ double windows_now(void);
  * thread's probe time with no window open since the last window (windows_books.c). */
 void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busiest, double *all, double *hits,
 			  double *closed);
+
+/* The most any thread paid in probes and window switches since the last call (the
+ * period that just ended), in seconds (under w->lock; windows_books.c). */
+double windows_period_spent(struct windows *w);
 
 /* Group G's window for SEG at duty D (FIRST: the group's measuring window), drawn at
  * random; KEEP: the pieces still to come stay after it (the guard's rest of a cut window;

@@ -265,7 +265,7 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 		       struct profile *prof, double budget_pct, const char *exact_why, double elapsed, double own)
 {
 	struct windows_summary sum;
-	char duty[256], traps[96] = "calibrated", range[128] = "", floors[160] = "", idle[160] = "";
+	char duty[256], traps[96] = "calibrated", range[128] = "", floors[160] = "", idle[160] = "", over[256] = "";
 	double probes, always, total, lo = 0, hi = 0;
 
 	windows__duty_text(gv, duty, sizeof(duty));
@@ -301,6 +301,12 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 			 " (over the %.3g%% budget, held up by its floors: CPU sampling, and each windowed group at "
 			 "least %.3g%% of every period)",
 			 budget_pct, 100 * gv->min_duty);
+	if (gv->over_n > 0)
+		snprintf(over, sizeof(over),
+			 "; %d periods went over the budget (planned from a cost measured low, as a job that has just "
+			 "started reads), by %.3g ms in all, kept back from the next periods' with what was spent "
+			 "once (%.3g ms): %.3g ms repaid by the end",
+			 gv->over_n, 1e3 * gv->over, 1e3 * gv->once, 1e3 * fmin(gv->repaid, gv->once + gv->over));
 	if (w && sum.trap_ticks >= EST_TRAPS_MIN_TICKS)
 		snprintf(traps, sizeof(traps), "calibrated, and timed in the job by the kernel's ticks at x%.2f",
 			 sum.trap_scale.mid);
@@ -325,14 +331,14 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 	    "groups never windowed %.3g%%, CPU sampling %.3g%% (%.2f us a sample, and %.3g%% for its events in the "
 	    "sampled "
 	    "threads' context switches), gpubpf's own CPU where no CPU "
-	    "was idle %.3g%%; planned %.3g%%%s; a traced call costs %.2f us on gpubpf's own calibration call; not "
+	    "was idle %.3g%%; planned %.3g%%%s%s; a traced call costs %.2f us on gpubpf's own calibration call; not "
 	    "counted: the job's own code runs slower after each hit (its caches refilled), which no clock of "
 	    "gpubpf's sees (measured apart: a fifth to a third of a hit's cost more in a Python-driven loop, about "
 	    "a tenth in a C one)",
 	    100 * total, range, 100 * probes, gv->trap_entry * 1e6, gv->trap_return * 1e6, traps,
 	    100 * sum.probes_closed / (elapsed > 0 ? elapsed : 1), sum.windows, governor__window_cost(gv) * 1e6,
 	    100 * always, 100 * gv->cpu_cost, gv->sample_cost * 1e6, 100 * gv->switch_cost, 100 * own,
-	    100 * governor__overhead(gv), floors, gv->cost_per_hit * 1e6);
+	    100 * governor__overhead(gv), floors, over, gv->cost_per_hit * 1e6);
 	if (w) {
 		struct est_delay js = job_share(&sum);
 
