@@ -83,7 +83,7 @@ struct governor {
 			      * (governor__overspent) ... */
 	int over_n;	     /* ... in this many periods */
 	double repaid;	     /* ... of those two repaid so far (governor__repay) */
-	double repay;	     /* out: the fraction of each period kept back to repay once - repaid */
+	double repay;	     /* out: the fraction of each period kept back to repay once + over - repaid */
 	bool floored;	     /* out: the plan is over the budget, held up by its floors (CPU
 			      * sampling alone over it, or a group at min_duty) */
 	int ngroups;
