@@ -163,7 +163,7 @@ static void idle_end(struct windows *w, int g, double t)
 static void attach(struct windows *w, int g)
 {
 	struct gstate *s = &w->gs[g];
-	double t0 = windows_now(), took;
+	double t0 = windows_now(), t1;
 
 	s->detach_at = 0;
 	if (s->attached)
@@ -171,11 +171,11 @@ static void attach(struct windows *w, int g)
 	cuda__set_group(w->c, g, true, NULL);
 	s->attached = true;
 	/* the breakpoints go in at the attach's end, after its wait for the kernel */
-	idle_begin(s, windows_now());
-	s->ready = windows_now() + w->insert * SETTLE_X * s->paced;
+	t1 = windows_now();
+	idle_begin(s, t1);
+	s->ready = t1 + w->insert * SETTLE_X * s->paced;
 	/* the next ones start this much earlier, and then some */
-	took = windows_now() - t0;
-	windows_note_took(w, took, s->warmed);
+	windows_note_took(w, t1 - t0, s->warmed);
 }
 
 /* Ahead of group G's window: the kernel warmed for its attach, which then puts the
