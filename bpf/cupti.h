@@ -176,6 +176,12 @@ struct dev_costs {
 	__u32 measures;	     /* measurements that ended DEV_COST_DONE this attach (calls: all of theirs) */
 	__u32 idle_why;	     /* the last that ended DEV_COST_IDLE: the phase it ended in (bits 0-1),
 			      * the first "off" phase's calls kept (2-15) and the "on" phase's (16-31) */
+	__u32 pair_ns;	     /* CUPTI's own work to call back one driver call, enter and exit: the
+			      * watcher's cuCtxGetCurrent timed with its callback on against off, at
+			      * attach (0: not measured) */
+	__u32 dispatch_ns;   /* ... times the callback pairs a launch call met in the "off" halves:
+			      * what CUPTI's dispatch adds to a launch call, which no callback can
+			      * time and both halves have (0: not measured) */
 };
 #define DEV_PROBES_OUT 0   /* all out */
 #define DEV_PROBES_IN 1	   /* all in */
@@ -192,7 +198,7 @@ struct dev_costs {
 /* The library's sampling settings, at the address status() passes; gpubpf writes the part
  * before `written` (process_vm_writev) while attached and reads the rest every tick. */
 #define DEV_CONFIG_MAGIC 0x67626366u /* "gbcf" */
-#define DEV_CONFIG_VERSION 6
+#define DEV_CONFIG_VERSION 7
 struct dev_config {
 	__u32 magic;
 	__u32 version;

@@ -35,7 +35,7 @@ def verdict(name, ok, why=""):
     print(("PASS " if ok else "FAIL ") + name + ("" if ok else ": " + why))
 truth = re.search(r"producer: .*windowed_launches=(\d+) windowed_kernel_ns=(\d+)", log)
 cost = re.search(r"gpu cost: device time in windows of ([0-9.e+-]+)% .*a launch costs ([0-9.]+) us more with it "
-                 r"\(CUPTI's activity and the launch probe ([0-9.]+) us.* callbacks ([0-9.]+) us timed in them[^)]*\) "
+                 r"\(CUPTI's activity and the launch probe ([0-9.]+) us.* callbacks ([0-9.]+) us timed in them.*?\) "
                  r"against ([0-9.]+) us without; estimated overhead ([0-9.e+-]+)%", raw)
 est = re.search(r"gpu estimate: kernels ([0-9,]+), 95% CI ([0-9,]+)-([0-9,]+) .*kernel time ([0-9.e+]+) ms, "
                 r"95% CI ([0-9.e+]+)-([0-9.e+]+) ms .*from ([0-9,]+) device records seen in windows of (\d+) of (\d+)", raw)

@@ -448,11 +448,19 @@ def device_windows(pb, what="", required=True):
     fx = re.search(r"gpu cost: .*CUPTI's set-up at attach and the measurement's switches [0-9.e+-]+% \(([0-9.e+-]+) ms", out)
     rp = re.search(r"gpu cost: .*what was spent once, ([0-9.e+-]+) ms, is repaid from the budget.* and ([0-9.e+-]+) ms "
                    r"of the two were repaid by the end", out)
-    result("13", what + "device time in windows: cost per launch measured in the job (CUPTI activity + probe, callbacks)",
-           "+%s us (%s + %s) on a %s us launch (timed with the launch probes %s); duty %s%%; set-up+teardown "
-           "%s ms a window, 1 in %s periods; attach and measurement %s ms once; spent once %s ms, %s repaid from "
-           "the budget; estimated overhead %s%%"
-           % (cost.group(2), cost.group(3), cost.group(4), cost.group(5),
+    # CUPTI's dispatch, timed on the library's cuCtxGetCurrent (a pair: enter and exit) and
+    # scaled by the pairs a launch met; against check_cupti's "callbacks - none" (its
+    # subscription with it)
+    dp = re.search(r"gpu cost: .*CUPTI's dispatch to them with the subscription ([0-9.]+) us \((?:its dispatch of a "
+                   r"driver call's callbacks timed in the job, ([0-9.]+) us a pair, ([0-9.e+]+) pairs a launch)?", out)
+    result("13", what + "device time in windows: cost per launch measured in the job (CUPTI activity + probe, callbacks, "
+           "CUPTI's dispatch and subscription)",
+           "+%s us (%s + %s + %s: a driver call's pair %s us x %s) on a %s us launch (timed with the launch probes "
+           "%s); duty %s%%; set-up+teardown %s ms a window, 1 in %s periods; attach and measurement %s ms once; "
+           "spent once %s ms, %s repaid from the budget; estimated overhead %s%%"
+           % (cost.group(2), cost.group(3), cost.group(4), dp.group(1) if dp else "?",
+              dp.group(2) if dp and dp.group(2) else "not timed", dp.group(3) if dp and dp.group(3) else "-",
+              cost.group(5),
               "?" if not pr else "out" if pr.group(1) != "0" else "in" if pr.group(2) != "0" else "mixed",
               cost.group(1), sw.group(1) if sw else "?", ev.group(1) if ev else "1", fx.group(1) if fx else "?",
               rp.group(1) if rp else "?", rp.group(2) if rp else "?", cost.group(6)),
@@ -627,13 +635,14 @@ def check_cupti():
            " / ".join("%.0f" % states.get(k, 0) for k in ("none", "subscribed", "callbacks", "activity", "both")),
            "measured", "INFO")
     # CUPTI's own work to call back (subscribed, enter and exit), which no callback of the
-    # library can time: gpubpf takes 600 ns, 500-900 in its delay correction's range
-    # (userspace/trace/cupti_win.c, DEV_CB_DISPATCH_S); 640-1250 ns in four runs on an
-    # H100 before: a value off it biases every launch-bound device-time estimate (4% a
-    # 0.2 us where CUPTI doubles a launch; docs/BENCHMARKS.md, 2026-11-26)
+    # library can time: gpubpf times a driver call's in the job and takes 600 ns at least
+    # (userspace/trace/cupti_win.c, dispatch_s; the device-time rows say what it took);
+    # 640-1250 ns in four runs on an H100 before: a value off it biases every launch-bound
+    # device-time estimate (4% a 0.2 us where CUPTI doubles a launch; docs/BENCHMARKS.md,
+    # 2026-11-26)
     disp = states.get("callbacks", 0) - states["none"]
     result("13", "CUPTI's dispatch to callbacks (ns): callbacks - none",
-           "%.0f: %s gpubpf's 500-900 (it takes 600)" % (disp, "inside" if 500 <= disp <= 900 else "OUTSIDE"),
+           "%.0f (gpubpf's, timed in the job: the device-time rows' dispatch and subscription)" % disp,
            "measured", "INFO")
     result("13", "a launch after a window: CUPTI left subscribed (3 s) / finalized (ns)",
            "%.0f / %.0f (none: %.0f)" % (med(ser["after-off"]), med(ser["after-finalize"]), states["none"]),

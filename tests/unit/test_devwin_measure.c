@@ -20,6 +20,7 @@ TEST(cost_measured_on_real_calls)
 	int want = 0, guard = 0;
 
 	reset(100);
+	cfg.cost.pair_ns = 300; /* CUPTI's dispatch of a callback pair, the core's at attach */
 	want = step_now();
 	CHECK_INT(cfg.cost.state, DEV_COST_MEASURING);
 	while (cfg.cost.state == DEV_COST_MEASURING && guard++ < 1000000) {
@@ -40,8 +41,34 @@ TEST(cost_measured_on_real_calls)
 	CHECK(cfg.cost.on_ns > cfg.cost.off_ns + 2000 && cfg.cost.on_ns < cfg.cost.off_ns + 4000);
 	CHECK(cfg.cost.off_ns >= 2000 && cfg.cost.off_ns < 5000);
 	CHECK(cfg.cost.callback_ns > 0 && cfg.cost.callback_ns < 2000);
+	/* a runtime launch and its driver call: two pairs dispatched */
+	CHECK_INT(cfg.cost.dispatch_ns, 600);
 	/* done: all off until gpubpf plans a duty */
 	CHECK_INT(step_now(), 0);
+}
+
+/* A job whose launches are the driver's alone (Triton's): one pair of callbacks a launch,
+ * and CUPTI's dispatch is the pair's; not timed at attach (an older CUPTI backend, the
+ * synthetic one): none. */
+TEST(dispatch_scaled_by_the_callbacks_a_launch_met)
+{
+	int want = 0, guard = 0;
+
+	for (int timed = 1; timed >= 0; timed--) {
+		reset(100);
+		cfg.cost.pair_ns = timed ? 250 : 0;
+		want = step_now();
+		while (cfg.cost.state == DEV_COST_MEASURING && guard++ < 1000000) {
+			for (int i = 0; i < 20; i++) {
+				inj_api_enter(&st, 0, INJ_API_LAUNCH, 2, 307, corr++, "cuLaunchKernel");
+				spin_ns(2000 + ((want & INJ_ACT) ? 3000 : 0));
+				inj_api_exit(&st);
+			}
+			want = step_now();
+		}
+		CHECK_INT(cfg.cost.state, DEV_COST_DONE);
+		CHECK_INT(cfg.cost.dispatch_ns, timed ? 250 : 0);
+	}
 }
 
 /* The measurement's switches (CUPTI set up, finalized, set up again: 300 us each here)
@@ -557,6 +584,7 @@ int main(int argc, char **argv)
 	T_BEGIN(argv);
 	RUN(trimmed_mean);
 	RUN(cost_measured_on_real_calls);
+	RUN(dispatch_scaled_by_the_callbacks_a_launch_met);
 	RUN(measurement_switches_are_a_one_off_cost);
 	RUN(drift_cancels_with_many_calls_a_look);
 	RUN(device_bound_start_not_charged_to_cupti);

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "inject.h"
 
@@ -19,6 +20,9 @@ struct inj_backend {
 	 * Returns false while the state is not yet WANT (CUPTI is being torn down after a
 	 * window, or could not be set up again): the watcher asks again soon. */
 	bool (*set)(int want);
+	/* Attached, in windows: CUPTI's own work to call back one driver call, enter and exit,
+	 * in ns, timed on the watcher (dev_costs.pair_ns); 0 where it cannot be. May be NULL. */
+	uint32_t (*dispatch_pair)(void);
 };
 
 extern const struct inj_backend inj_cupti_backend;

@@ -219,7 +219,12 @@ static void attach_now(void)
 	inj_trace("attach: %s", inj.windowed ? "windows" : "every launch");
 	st = backend->attach(&inj, why, sizeof(why));
 	inj_trace("attach: state %d: %s", st, why);
-	/* CUPTI's set-up (subscribe, callbacks on): the watcher's, once; in gpubpf's cost */
+	if (st == DEV_ST_ATTACHED && inj.windowed && backend->dispatch_pair) {
+		cfg->cost.pair_ns = backend->dispatch_pair();
+		inj_trace("attach: CUPTI's dispatch of a callback pair %u ns", cfg->cost.pair_ns);
+	}
+	/* CUPTI's set-up (subscribe, callbacks on) and the dispatch's timing: the watcher's,
+	 * once; in gpubpf's cost */
 	cfg->cost.fixed_us = (uint32_t)((mono_ns() - t0) / 1000);
 	set_state(st, why);
 }

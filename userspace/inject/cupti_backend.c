@@ -39,15 +39,6 @@
 #define INJ_CUPTI_LIB "libcupti.so.13"
 #endif
 
-/* Bounded buffers: at most POOL_N buffers are in CUPTI's hands; when all are, CUPTI drops
- * records (and counts them) rather than gpubpf growing the job's memory. */
-#define POOL_N 8
-/* ... and at most POOL_ALLOC_MAX ever allocated: a buffer CUPTI never gave back before a
- * cuptiFinalize is not reused (CUPTI might still write it), and more can be made */
-#define POOL_ALLOC_MAX 16
-#define POOL_BUF_SIZE (512 * 1024)
-#define POOL_ALIGN 8
-
 static void *cupti_handle;
 static CUpti_SubscriberHandle subscriber;
 static bool subscribed, activity_on;
@@ -89,12 +80,6 @@ static uint64_t drain_until;
 static int64_t open_deficit; /* followed calls without their records when activity went on */
 #define DRAIN_NS 50000000ull
 uint8_t inj_cb_class[3][CBID_MAX]; /* [domain][cbid]: enum inj_api_class */
-
-static struct {
-	pthread_mutex_t lock;
-	uint8_t *free[POOL_ALLOC_MAX];
-	int nfree, nalloc;
-} pool = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 #define CUPTI_FNS(X)                                                                                                   \
 	X(cuptiSubscribe, CUptiResult, (CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *))                         \
@@ -138,39 +123,6 @@ static uint64_t cupti_clock(void)
 	return p_cuptiGetTimestamp && p_cuptiGetTimestamp(&t) == CUPTI_SUCCESS ? t : 0;
 }
 
-static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
-{
-	uint8_t *b = NULL;
-
-	pthread_mutex_lock(&pool.lock);
-	if (pool.nfree > 0) {
-		b = pool.free[--pool.nfree];
-	} else if (pool.nalloc < POOL_ALLOC_MAX && pool.nalloc - pool.nfree < POOL_N) {
-		b = aligned_alloc(POOL_ALIGN, POOL_BUF_SIZE);
-		if (b)
-			pool.nalloc++;
-	}
-	pthread_mutex_unlock(&pool.lock);
-	*buffer = b;
-	*size = b ? POOL_BUF_SIZE : 0;
-	*max_records = 0;
-}
-
-/* A buffer back from CUPTI. Never freed, and taken once however often it comes back:
- * around a cuptiFinalize (after each device-time window) CUPTI may hand back a buffer
- * it returned at a forced flush, and a buffer freed twice would break the job's heap. */
-static void pool_put(uint8_t *b)
-{
-	pthread_mutex_lock(&pool.lock);
-	for (int i = 0; i < pool.nfree; i++)
-		if (pool.free[i] == b)
-			goto out;
-	if (pool.nfree < POOL_ALLOC_MAX)
-		pool.free[pool.nfree++] = b;
-out:
-	pthread_mutex_unlock(&pool.lock);
-}
-
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid)
 {
 	CUpti_Activity *r = NULL;
@@ -193,7 +145,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 	if (!finalizing && p_cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
 		inj_count_lost(&inj, dropped);
 	if (buffer)
-		pool_put(buffer);
+		inj_pool_put(buffer);
 	__atomic_sub_fetch(&in_completion, 1, __ATOMIC_ACQ_REL);
 }
 
@@ -276,6 +228,43 @@ static bool finalize_now(void)
 	p_cuptiEnableCallback(0, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent);
 	inj_trace("finalize: no callback for the driver call: CUPTI stays subscribed");
 	return false;
+}
+
+/* CUPTI's own work to call back one driver call, enter and exit (ns): the watcher's
+ * cuCtxGetCurrent, with no class of ours (inj_on_callback returns at once), in batches of
+ * PAIR_BATCH with its callback on and off in turn, the fastest half of each. What a
+ * launch's callbacks cost beyond the library's own time in them, which no callback can
+ * time (devwin.c). A launch's dispatch carries more (its kernel's name): gpubpf takes the
+ * H100's as the least. 0: not measured. */
+#define PAIR_BATCH 64
+#define PAIR_ROUNDS 24
+static uint32_t dispatch_pair(void)
+{
+	uint32_t t[2][PAIR_ROUNDS], on, off;
+	CUcontext ctx = NULL;
+
+	if (!p_cuCtxGetCurrent || !__atomic_load_n(&subscribed, __ATOMIC_ACQUIRE))
+		return 0;
+	for (int r = 0; r < PAIR_ROUNDS; r++) {
+		for (int k = 0; k < 2; k++) {
+			uint64_t t0;
+
+			if (k && p_cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+						       CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent) != CUPTI_SUCCESS)
+				return 0;
+			t0 = inj_mono_ns();
+			for (int i = 0; i < PAIR_BATCH; i++)
+				p_cuCtxGetCurrent(&ctx);
+			t[k][r] = (uint32_t)((inj_mono_ns() - t0) / PAIR_BATCH);
+			if (k)
+				p_cuptiEnableCallback(0, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+						      CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent);
+		}
+	}
+	off = inj_tmean(t[0], PAIR_ROUNDS);
+	on = inj_tmean(t[1], PAIR_ROUNDS);
+	inj_trace("dispatch: cuCtxGetCurrent %u ns with its callback, %u ns without", on, off);
+	return on > off ? on - off : 0;
 }
 
 /* Whether CUPTI may be called now: no finalize running, and the job's threads out of the
@@ -502,7 +491,7 @@ static int cupti_attach(struct inj_state *s, char *why, size_t len)
 	st = subscribe(why, len);
 	if (st)
 		return st;
-	r = p_cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+	r = p_cuptiActivityRegisterCallbacks(inj_buffer_requested, buffer_completed);
 	if (r != CUPTI_SUCCESS) {
 		snprintf(why, len, "cuptiActivityRegisterCallbacks: %s", result_str(r));
 		goto fail;
@@ -598,7 +587,7 @@ static bool resubscribe(void)
 		inj_trace("set-up again: %s", why);
 		return false;
 	}
-	if (p_cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS) {
+	if (p_cuptiActivityRegisterCallbacks(inj_buffer_requested, buffer_completed) != CUPTI_SUCCESS) {
 		inj_trace("set-up again: cuptiActivityRegisterCallbacks failed");
 		unsubscribe();
 		return false;
@@ -682,4 +671,5 @@ const struct inj_backend inj_cupti_backend = {
     .detach = cupti_detach,
     .flush = cupti_flush,
     .set = cupti_set,
+    .dispatch_pair = dispatch_pair,
 };

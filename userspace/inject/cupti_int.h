@@ -5,6 +5,7 @@
 #ifndef GPUBPF_INJECT_CUPTI_INT_H
 #define GPUBPF_INJECT_CUPTI_INT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <cupti.h>
@@ -23,6 +24,9 @@ void inj_sample_clock(void);
 void inj_handle_record(const CUpti_Activity *r);
 /* the handle a launch callback's call passes (a host stub, cudaKernel_t or CUfunction) */
 uint64_t inj_launch_handle(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *params);
+/* CUPTI asks for a buffer for its records, and one comes back (cupti_pool.c) */
+void CUPTIAPI inj_buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records);
+void inj_pool_put(uint8_t *b);
 void CUPTIAPI inj_on_callback(void *userdata, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data);
 
 #endif /* GPUBPF_INJECT_CUPTI_INT_H */

@@ -96,6 +96,7 @@ struct inj_timing {
 	uint32_t n[2][INJ_PROBE_STATES];
 	uint32_t ns[2][INJ_PROBE_STATES][INJ_TIMED_MAX];
 	uint64_t cb_ns, cb_calls; /* the library's time in its callbacks, and the calls */
+	uint64_t cb_n;		  /* ... and the callbacks, enters and exits (CUPTI dispatched them) */
 	/* calls not kept, for the trace (GPUBPF_INJECT_DEBUG=2): a phase began during the
 	 * call, gpubpf's probes switched during it, they were going in or out */
 	uint32_t not_kept[3];

@@ -244,11 +244,13 @@ static void follow(struct inj_state *s, uint32_t domain, uint32_t cbid, uint32_t
 /* The library's own time in a callback of a launch call, from the callback's start T0,
  * while the cost is measured (in the "off" halves: an "on" half's include the launch
  * probe, which the calls' times have). Per launch call: all its callbacks, enter and exit,
- * the nested driver call's too (cb_calls counts the outermost enters). */
+ * the nested driver call's too (cb_calls counts the outermost enters, cb_n the callbacks). */
 static void time_callback(struct inj_state *s, uint64_t t0)
 {
-	if (t0 && tls_t0 && !tls_act)
+	if (t0 && tls_t0 && !tls_act) {
 		__atomic_add_fetch(&s->timing.cb_ns, now_ns() - t0, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&s->timing.cb_n, 1, __ATOMIC_RELAXED);
+	}
 }
 
 static uint32_t probe_gen(const struct inj_state *s)

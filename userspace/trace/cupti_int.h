@@ -39,11 +39,11 @@ struct cpt_wtarget {
 	uint32_t tgid;
 	uint64_t addr; /* its struct dev_config; 0: gone */
 	uint32_t duty_ppm, written_ppm, written_names, written_every;
-	uint32_t remeasure_ms, written_remeasure; /* cupti_win.c, remeasure_of */
+	uint32_t remeasure_ms, written_remeasure; /* cupti_cost.c, cpt_remeasure_of */
 	uint64_t followed;			  /* launches and copies followed in its closed windows */
 	struct dev_costs cost;
 	/* its library's cost measurements (dev_costs.measures): the last CPT_COSTS of them,
-	 * whose median is the cost (cupti_win.c, take_median), and c's range over all */
+	 * whose median is the cost (cupti_cost.c, take_median), and c's range over all */
 	uint32_t measures, kept;
 	struct dev_costs costs[CPT_COSTS]; /* [kept % CPT_COSTS]: the next */
 	const struct dev_costs *taken;	   /* the one the cost is taken from (NULL: none yet) */
@@ -106,6 +106,35 @@ struct cupti_tracer {
 
 const char *cpt_get_str(const struct hmap *m, uint64_t a, uint64_t b, uint64_t c);
 const char *cpt_dir_frame(uint32_t dir);
+
+/* ---- cupti_cost.c ---- */
+
+/* What CUPTI's activity added to a launch on an H100 (1.2-1.5 us on 4.0-4.8 us,
+ * tests/workloads/cuda/cupti_cost): the least the windows are planned for. */
+#define DEV_ACT_FLOOR_S 1.2e-6
+/* What being subscribed and called back (CUPTI's own work, enter and exit) added to a
+ * launch there: 0.15-0.3 us and 0.4-1.4 us more (cupti_cost's "subscribed" and
+ * "callbacks"). Both halves of the measurement have it, the job between windows has not,
+ * and no callback can time it. The library times CUPTI's dispatch of a driver call's
+ * callbacks on its watcher and scales it by the callbacks a launch call met
+ * (dev_costs.dispatch_ns); the subscription's is taken at its low end. A launch's dispatch
+ * carries more than that call's (its kernel's name): the H100's low end of both together
+ * is the least taken. Uncertain by DEV_CB_DISPATCH_SPREAD_S (est_run_delay takes the
+ * uncertain part from 0.5 to 2.5 times). */
+#define DEV_CB_DISPATCH_S 0.6e-6
+#define DEV_SUBSCRIBED_S 0.15e-6
+#define DEV_CB_DISPATCH_SPREAD_S 0.2e-6
+
+/* CUPTI's dispatch to the callbacks of a launch call and the subscription, seconds, by
+ * measurement K: the one timed in the job, the H100's low end at least. */
+double cpt_dispatch_s(const struct dev_costs *k);
+/* T's library measured its cost again (dev_costs.measures): kept, the one taken chosen. */
+void cpt_note_measure(struct cpt_wtarget *t);
+/* When T's library is to measure its cost again (dev_config.remeasure_ms). */
+uint32_t cpt_remeasure_of(const struct cupti_tracer *c, const struct cpt_wtarget *t);
+/* What device time costs a launch in T (*COST, seconds: c) and the launch call without it
+ * (*BASE); false until its cost was measured. */
+bool cpt_launch_cost(const struct cpt_wtarget *t, double *cost, double *base);
 
 /* ---- cupti_win.c ---- */
 

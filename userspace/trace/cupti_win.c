@@ -190,109 +190,6 @@ void cpt_win_attached(struct cupti_tracer *c, uint32_t tgid, uint64_t addr)
 	write_part(c, t);
 }
 
-/* What device time costs a launch in T (seconds), and the launch call without it. */
-/* What CUPTI's activity added to a launch on an H100 (1.2-1.5 us on 4.0-4.8 us,
- * tests/workloads/cuda/cupti_cost): the least the windows are planned for. */
-#define DEV_ACT_FLOOR_S 1.2e-6
-/* What being subscribed and called back (CUPTI's own work, enter and exit) added to a
- * launch there: 0.15-0.3 us and 0.4-1.4 us more (cupti_cost's "subscribed" and
- * "callbacks"). Both halves of the measurement have it, the job between windows has not,
- * and no callback can time it: taken at the low end, uncertain by DEV_CB_DISPATCH_SPREAD_S
- * (est_run_delay takes the uncertain part from 0.5 to 2.5 times: 0.5-0.9 us here). */
-#define DEV_CB_DISPATCH_S 0.6e-6
-#define DEV_CB_DISPATCH_SPREAD_S 0.2e-6
-
-/* c of measurement K (seconds): what activity added to a launch, and the callbacks: the
- * library's time in them, timed, and CUPTI's dispatch to them, which both halves of the
- * measurement had and the job between windows has not */
-static double cost_c(const struct dev_costs *k)
-{
-	return (k->on_ns > k->off_ns ? (double)(k->on_ns - k->off_ns) / 1e9 : 0) + (double)k->callback_ns / 1e9 +
-	       DEV_CB_DISPATCH_S;
-}
-
-/* The measurement T's cost is taken from, chosen when one comes: the median by c of its
- * last three, of two the later. One measurement times a few hundred calls, and one in
- * several is off by a tenth (c 4.7-6.0 us run to run on the CUPTI model, the launching
- * thread's CPUs shared): the median leaves it out, and follows a job whose launches
- * changed after two. While the library measures again, its last figures stand. */
-static const struct dev_costs *take_median(const struct cpt_wtarget *t)
-{
-	const struct dev_costs *v[CPT_COSTS];
-	uint32_t n = t->kept < CPT_COSTS ? t->kept : CPT_COSTS;
-
-	if (n < CPT_COSTS)
-		return n ? &t->costs[n - 1] : NULL;
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t j = i;
-
-		for (; j > 0 && cost_c(v[j - 1]) > cost_c(&t->costs[i]); j--)
-			v[j] = v[j - 1];
-		v[j] = &t->costs[i];
-	}
-	return v[n / 2];
-}
-
-/* T's library measured its cost again (dev_costs.measures; GPUBPF_DEVICE_REMEASURE): kept,
- * and the one taken chosen anew. */
-static void note_measure(struct cpt_wtarget *t)
-{
-	double k = cost_c(&t->cost);
-
-	if (t->cost.measures < t->measures) {
-		t->measures = t->kept = 0; /* attached again */
-		t->taken = NULL;
-	}
-	if (t->cost.state == DEV_COST_IDLE && t->cost.done && t->cost.done != t->idle_done) {
-		t->idle_done = t->cost.done;
-		pr_debug("pid %u: cost measurement not done: too few launch calls in its %.0f ms (ended in phase %u "
-			 "with %u \"off\" and %u \"on\" calls kept; %u timed so far); tried again at once where its "
-			 "first phase had them, else in 2 s",
-			 t->tgid, (double)(t->cost.done - t->cost.started) / 1e6, t->cost.idle_why & 3,
-			 (t->cost.idle_why >> 2) & 0x3fff, t->cost.idle_why >> 16, t->cost.calls);
-	}
-	if (t->cost.state != DEV_COST_DONE || t->cost.measures == t->measures)
-		return;
-	t->c_lo = t->kept ? fmin(t->c_lo, k) : k;
-	t->c_hi = t->kept ? fmax(t->c_hi, k) : k;
-	t->costs[t->kept++ % CPT_COSTS] = t->cost;
-	t->measures = t->cost.measures;
-	t->taken = take_median(t);
-	pr_debug("pid %u: cost measurement %u: c %.2f us (on %.2f, off %.2f, callbacks %.2f us, %u calls so far)",
-		 t->tgid, t->measures, k * 1e6, t->cost.on_ns / 1e3, t->cost.off_ns / 1e3, t->cost.callback_ns / 1e3,
-		 t->cost.calls);
-}
-
-/* When T's library measures its cost again (dev_config.remeasure_ms): GPUBPF_DEVICE_REMEASURE
- * after the last, sooner (a quarter of it, 10 s at most) where the last one's c is a tenth
- * or more off the one before: the job changed, or one of the two is off, and the median
- * takes the next one's side. */
-static uint32_t remeasure_of(const struct cupti_tracer *c, const struct cpt_wtarget *t)
-{
-	double last, before;
-
-	if (t->kept < 2)
-		return c->remeasure_ms;
-	last = cost_c(&t->costs[(t->kept - 1) % CPT_COSTS]);
-	before = cost_c(&t->costs[(t->kept - 2) % CPT_COSTS]);
-	if (fabs(last - before) < 0.1 * fmin(last, before))
-		return c->remeasure_ms;
-	return c->remeasure_ms / 4 < CPT_CONFIRM_MS ? c->remeasure_ms / 4 : CPT_CONFIRM_MS;
-}
-
-static bool launch_cost(const struct cpt_wtarget *t, double *cost, double *base)
-{
-	const struct dev_costs *k = t->taken;
-	double cb;
-
-	if (!k)
-		return false;
-	cb = (double)k->callback_ns / 1e9 + DEV_CB_DISPATCH_S;
-	*cost = cost_c(k);
-	*base = fmax((double)k->off_ns / 1e9 - cb, 0.5e-6);
-	return true;
-}
-
 /* The weight of window W as it ran: K for its slot, scaled by the slot over the time it
  * was open (late opens, as the probe groups' windows). */
 static double win_weight(const struct dev_win *w)
@@ -320,7 +217,7 @@ static void read_target(struct cupti_tracer *c, struct cpt_wtarget *t)
 		return;
 	}
 	t->cost = cfg.cost;
-	note_measure(t);
+	cpt_note_measure(t);
 	/* the library drops the callbacks that name launch handles at its measurement's end
 	 * (they named all it launched): written again where this tick still wants them */
 	t->written_names = cfg.names_wanted;
@@ -377,7 +274,7 @@ void cpt_win_tick(struct cupti_tracer *c)
 		if (!t)
 			continue;
 		read_target(c, t);
-		if (!launch_cost(t, &cost, &base))
+		if (!cpt_launch_cost(t, &cost, &base))
 			continue;
 		/* the costliest target sets the duty: the busiest thread may be its. Where a
 		 * device sets the launches' pace, the wait hides CUPTI's cost and it measures
@@ -431,7 +328,7 @@ void cpt_win_tick(struct cupti_tracer *c)
 		/* each library plans its windows at its own measured cost's duty, once known, and
 		 * kept while it measures again: its windows resume right after, not a tick later */
 		t->duty_ppm = t->cost.state == DEV_COST_IDLE || t->taken ? (ppm ? ppm : 1) : 0;
-		t->remeasure_ms = remeasure_of(c, t);
+		t->remeasure_ms = cpt_remeasure_of(c, t);
 		if (t->addr && (t->duty_ppm != t->written_ppm || c->names_wanted != t->written_names ||
 				c->every != t->written_every || t->remeasure_ms != t->written_remeasure))
 			write_part(c, t);
@@ -452,7 +349,7 @@ static struct est_delay run_delay(struct cupti_tracer *c, const struct cpt_wtarg
 	struct dev_run r;
 	double cost, base, span, gap;
 
-	if (!c->skel || !launch_cost(t, &cost, &base) ||
+	if (!c->skel || !cpt_launch_cost(t, &cost, &base) ||
 	    bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.dev_runs), &rk, &r) || r.run_n < 2 || r.last < r.run_start)
 		return none;
 	span = (double)(r.last - r.run_start) / 1e9;
@@ -511,8 +408,8 @@ static double naming_calls(struct cupti_tracer *c, const struct cpt_wtarget *t)
  * them with activity, all with callbacks: MEASURE), and the calls its callbacks saw
  * outside windows (the measurements' warm-up and calls they did not time, the ticks that
  * named launch handles: NAMING), at the library's own time in them and CUPTI's dispatch to
- * them, which is in neither half of the measurement and is taken as the H100's. The last
- * two once its cost is measured. */
+ * them, which is in neither half of the measurement (dispatch_s). The last two once its
+ * cost is measured. */
 static void once_parts(struct cupti_tracer *c, const struct cpt_wtarget *t, double part[3])
 {
 	const struct dev_costs *k = t->taken;
@@ -521,7 +418,7 @@ static void once_parts(struct cupti_tracer *c, const struct cpt_wtarget *t, doub
 	part[0] += (double)t->cost.fixed_us / 1e6;
 	if (!k)
 		return;
-	cb = (double)k->callback_ns / 1e9 + DEV_CB_DISPATCH_S;
+	cb = (double)k->callback_ns / 1e9 + cpt_dispatch_s(k);
 	part[1] += t->cost.calls * (cb + (k->on_ns > k->off_ns ? (double)(k->on_ns - k->off_ns) / 2e9 : 0));
 	part[2] += naming_calls(c, t) * cb;
 }
@@ -558,7 +455,7 @@ double cupti__overhead(struct cupti_tracer *c, double elapsed, double *parts)
 		struct cpt_wtarget *t = as_target(e);
 		double k, b;
 
-		if (t && launch_cost(t, &k, &b)) {
+		if (t && cpt_launch_cost(t, &k, &b)) {
 			cost += k;
 			n++;
 		}
@@ -576,12 +473,39 @@ double cupti__overhead(struct cupti_tracer *c, double elapsed, double *parts)
 	return elapsed > 0 ? (launches + sw + once[0] + once[1] + once[2]) / elapsed : 0;
 }
 
+/* How the comment's CUPTI dispatch was come by, into BUF: timed in the targets' jobs, or
+ * not at all (an older library, a backend without it). */
+static void dispatch_text(struct cupti_tracer *c, char *buf, size_t len)
+{
+	double pair = 0, pairs = 0;
+	int n = 0;
+
+	hmap_for_each(&c->tab, en)
+	{
+		const struct cpt_wtarget *w = as_target(en);
+		const struct dev_costs *m = w ? w->taken : NULL;
+
+		if (m && m->pair_ns) {
+			pair += m->pair_ns;
+			pairs += (double)m->dispatch_ns / m->pair_ns;
+			n++;
+		}
+	}
+	if (n)
+		snprintf(buf, len,
+			 "its dispatch of a driver call's callbacks timed in the job, %.2f us a pair, %.2g pairs a "
+			 "launch, and the subscription's %.2f us; the H100's %.2f us at least",
+			 pair / n / 1e3, pairs / n, DEV_SUBSCRIBED_S * 1e6, DEV_CB_DISPATCH_S * 1e6);
+	else
+		snprintf(buf, len, "the H100's, not timed in the job");
+}
+
 void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 {
 	struct est_total k, t;
 	struct governor g;
-	double parts[CUPTI_COST_PARTS], total, act = 0, cb = 0, base = 0, c_lo = INFINITY, c_hi = 0;
-	char e[32], lo[32], hi[32], seen[32], every[128] = "", times[160];
+	double parts[CUPTI_COST_PARTS], total, act = 0, cb = 0, disp = 0, base = 0, c_lo = INFINITY, c_hi = 0;
+	char e[32], lo[32], hi[32], seen[32], every[128] = "", times[160], how[200];
 	int n = 0, probes[3] = {0};
 	uint32_t measures = 0;
 
@@ -596,7 +520,8 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 			continue;
 		act += m->on_ns > m->off_ns ? (double)(m->on_ns - m->off_ns) : 0;
 		cb += (double)m->callback_ns;
-		base += (double)m->off_ns - DEV_CB_DISPATCH_S * 1e9;
+		disp += cpt_dispatch_s(m) * 1e9;
+		base += (double)m->off_ns - cpt_dispatch_s(m) * 1e9;
 		probes[m->probes <= DEV_PROBES_MIXED ? m->probes : DEV_PROBES_MIXED]++;
 		measures += w->measures;
 		c_lo = fmin(c_lo, w->c_lo);
@@ -611,6 +536,7 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 	else
 		snprintf(times, sizeof(times), " at attach");
 	total = cupti__overhead(c, elapsed, parts);
+	dispatch_text(c, how, sizeof(how));
 	windows__governor(c->win, &g);
 	if (c->every > 1)
 		snprintf(every, sizeof(every),
@@ -628,23 +554,23 @@ void cpt_win_comments(struct cupti_tracer *c, double elapsed)
 		    "nothing but launch: a launch costs %.2f us more with it (CUPTI's activity and the launch probe "
 		    "%.2f us, measured in the job%s by timing launch calls followed with activity on against calls "
 		    "with it off, those that met gpubpf's CPU launch probes alike: all out in %d, all in in %d, "
-		    "mixed in %d of %d targets; callbacks %.2f us timed in them and CUPTI's dispatch to them %.2f us, "
-		    "the H100's) against %.2f us without; estimated overhead %.3g%% (%" PRIu64
+		    "mixed in %d of %d targets; callbacks %.2f us timed in them and CUPTI's dispatch to them with the "
+		    "subscription %.2f us (%s)) against %.2f us without; estimated overhead %.3g%% (%" PRIu64
 		    " launches followed in %" PRIu64
 		    " windows %.3g%%, their switches %.3g%% (CUPTI set up and torn down, %.3g ms a window), the "
 		    "measurement %.3g%%, callbacks on outside windows (the measurements' warm-up and calls they did "
 		    "not time, and in %" PRIu64
 		    " ticks to name new launch handles) %.3g%% (the library's time in them, and CUPTI's dispatch to "
-		    "them taken as the H100's 0.6 us), CUPTI's set-up at attach and the measurement's switches "
+		    "them, as above), CUPTI's set-up at attach and the measurement's switches "
 		    "%.3g%% (%.3g ms, once), all launching threads together; what was spent once, %.3g ms, is repaid "
 		    "from the budget: each period keeps back what repays it and what periods spent over the budget "
 		    "(%.3g ms), at most half the budget, and %.3g ms of the two were repaid by the end)",
-		    100 * c->duty, c->period * c->every, every, (act + cb) / n / 1e3 + DEV_CB_DISPATCH_S * 1e6,
-		    act / n / 1e3, times, probes[DEV_PROBES_OUT], probes[DEV_PROBES_IN], probes[DEV_PROBES_MIXED], n,
-		    cb / n / 1e3, DEV_CB_DISPATCH_S * 1e6, (base - cb) / n / 1e3, 100 * total, c->followed, c->windows,
-		    100 * parts[0], 100 * parts[1], c->windows ? (double)c->switch_ns / c->windows / 1e6 : 0,
-		    100 * parts[2], c->naming_ticks, 100 * parts[3], 100 * parts[4], 1e3 * parts[4] * elapsed,
-		    1e3 * g.once, 1e3 * g.over, 1e3 * fmin(g.repaid, g.once + g.over));
+		    100 * c->duty, c->period * c->every, every, (act + cb + disp) / n / 1e3, act / n / 1e3, times,
+		    probes[DEV_PROBES_OUT], probes[DEV_PROBES_IN], probes[DEV_PROBES_MIXED], n, cb / n / 1e3,
+		    disp / n / 1e3, how, (base - cb) / n / 1e3, 100 * total, c->followed, c->windows, 100 * parts[0],
+		    100 * parts[1], c->windows ? (double)c->switch_ns / c->windows / 1e6 : 0, 100 * parts[2],
+		    c->naming_ticks, 100 * parts[3], 100 * parts[4], 1e3 * parts[4] * elapsed, 1e3 * g.once,
+		    1e3 * g.over, 1e3 * fmin(g.repaid, g.once + g.over));
 	}
 	cpt_win_totals(c, &k, &t);
 	if (k.sampled < 2) {

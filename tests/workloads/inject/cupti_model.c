@@ -37,8 +37,10 @@
  *     returns): a CUPTI set up again meanwhile is set up under that thread's feet.
  * What it models of the H100 (measured; tests/gpu, docs/BENCHMARKS.md):
  *   - a launch takes MODEL_LAUNCH_NS, 200 ns more while subscribed, 500 ns more while it
- *     is called back (CUPTI's own work: 0.4-1.4 us there) and 1.5 us more from the first
- *     enable of kernel activity until cuptiFinalize (activity off or not);
+ *     is called back (CUPTI's own work: 0.4-1.4 us there), 125 ns of it in each of the
+ *     four callbacks a runtime launch makes (a driver launch alone makes two, the library's
+ *     cuCtxGetCurrent two), and 1.5 us more from the first enable of kernel activity
+ *     until cuptiFinalize (activity off or not);
  *   - 1024 launches can be queued: a launch waits for the kernel 1024 before it to end;
  *   - the first enable of kernel activity after a (re)start of CUPTI takes 10 ms (its
  *     set-up was 9-17 ms there), cuptiFinalize 3 ms (2-4 ms); CUPTI_MODEL_SETUP_US and
@@ -62,7 +64,7 @@
 #define MODEL_LAUNCH_NS 4500ull
 #define MODEL_SUBSCRIBED_NS 200ull
 #define MODEL_DIRTY_NS 1500ull
-#define MODEL_CALLBACKS_NS 500ull /* CUPTI's own work to call back (enter and exit) */
+#define MODEL_CALLBACK_NS 125ull /* CUPTI's own work to make one callback (enter or exit) */
 /* set-up and teardown; CUPTI_MODEL_SETUP_US and CUPTI_MODEL_FINALIZE_US change them */
 static uint64_t setup_ns = 10000000ull, finalize_ns = 3000000ull;
 static bool nested_ids; /* CUPTI_MODEL_NESTED_IDS */
@@ -202,6 +204,7 @@ static bool called_back(CUpti_CallbackDomain dom, CUpti_CallbackFunc *fn, void *
 static void dispatch(CUpti_CallbackFunc fn, void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
 		     CUpti_CallbackData *cb)
 {
+	spin_until(mono_ns() + MODEL_CALLBACK_NS);
 	tls_in_cb = (int)cb->callbackSite + 1;
 	tls_cb_launch = !(dom == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent);
 	fn(ud, dom, cbid, cb);
@@ -265,7 +268,7 @@ static void cu_launch(uint64_t kernel_ns, void (*driver)(void *f), uint32_t rt_c
 	}
 	cbt = mono_ns() - whole;
 	pthread_mutex_lock(&mu);
-	cost += dirty_cost(whole) * dirty + (subscribed ? MODEL_SUBSCRIBED_NS : 0) + (follow ? MODEL_CALLBACKS_NS : 0);
+	cost += dirty_cost(whole) * dirty + (subscribed ? MODEL_SUBSCRIBED_NS : 0);
 	state = kernel_act ? ST_ACTIVITY : dirty ? ST_AFTER_ACTIVITY : subscribed ? ST_SUBSCRIBED : ST_NONE;
 	wait = queue_end[queue_head]; /* a full queue: the kernel MODEL_QUEUE launches back */
 	pthread_mutex_unlock(&mu);
