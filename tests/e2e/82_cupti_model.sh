@@ -65,6 +65,15 @@ verdict("cost-measured", bool(cost) and "not measured" not in cost[1], cost[1] i
 fixed = re.search(r"CUPTI's set-up at attach and the measurement's switches [0-9.e+-]+% \(([0-9.e+-]+) ms, once\)", raw)
 verdict("one-off-cost-counted", bool(fixed) and 0.29 <= float(fixed[1]) <= 100,
         f"{fixed[1]} ms" if fixed else "no one-off part in the gpu cost comment")
+# CUPTI's dispatch, timed in the job on the library's own cuCtxGetCurrent: the model spins
+# 125 ns in each callback it makes (a pair 250 ns; 0.38-0.40 us with the model's and the
+# library's own work around it, here), scaled by the pairs a launch call met: a runtime
+# launch two (its driver call's and its own), a driver launch alone one
+disp = re.search(r"timed in the job, ([0-9.]+) us a pair, ([0-9.e+]+) pairs a launch", raw)
+pairs = 1 if sys.argv[3] == "driver_only" else 2
+verdict("dispatch-timed-in-job", bool(disp) and 0.25 <= float(disp[1]) <= 2 and abs(float(disp[2]) - pairs) < 0.05,
+        f"{disp[1]} us a pair, {disp[2]} pairs a launch (the model: 0.25 us, {pairs})" if disp
+        else "the gpu cost comment does not say CUPTI's dispatch was timed in the job")
 # what was spent once (the one-off part, the measurement, the callbacks on outside windows)
 # is repaid from the budget: at 5%, the model's ~40 ms take 2 s of the 4 s run at most;
 # with it, what periods spent over the budget (the probes' plan from a cost measured low)
