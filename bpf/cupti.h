@@ -177,8 +177,8 @@ struct dev_costs {
 	__u32 idle_why;	     /* the last that ended DEV_COST_IDLE: the phase it ended in (bits 0-1),
 			      * the first "off" phase's calls kept (2-15) and the "on" phase's (16-31) */
 	__u32 pair_ns;	     /* CUPTI's own work to call back one driver call, enter and exit: the
-			      * watcher's cuCtxGetCurrent timed with its callback on against off, at
-			      * attach (0: not measured) */
+			      * watcher's cuCtxGetCurrent timed with its callback on against off, once
+			      * the job has launched (0: not measured) */
 	__u32 dispatch_ns;   /* ... times the callback pairs a launch call met in the "off" halves:
 			      * what CUPTI's dispatch adds to a launch call, which no callback can
 			      * time and both halves have (0: not measured) */

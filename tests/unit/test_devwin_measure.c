@@ -20,7 +20,7 @@ TEST(cost_measured_on_real_calls)
 	int want = 0, guard = 0;
 
 	reset(100);
-	cfg.cost.pair_ns = 300; /* CUPTI's dispatch of a callback pair, the core's at attach */
+	cfg.cost.pair_ns = 300; /* CUPTI's dispatch of a callback pair, timed by the core in the first phase */
 	want = step_now();
 	CHECK_INT(cfg.cost.state, DEV_COST_MEASURING);
 	while (cfg.cost.state == DEV_COST_MEASURING && guard++ < 1000000) {
@@ -48,8 +48,7 @@ TEST(cost_measured_on_real_calls)
 }
 
 /* A job whose launches are the driver's alone (Triton's): one pair of callbacks a launch,
- * and CUPTI's dispatch is the pair's; not timed at attach (an older CUPTI backend, the
- * synthetic one): none. */
+ * and CUPTI's dispatch is the pair's; not timed (the synthetic backend): none. */
 TEST(dispatch_scaled_by_the_callbacks_a_launch_met)
 {
 	int want = 0, guard = 0;

@@ -20,8 +20,9 @@ struct inj_backend {
 	 * Returns false while the state is not yet WANT (CUPTI is being torn down after a
 	 * window, or could not be set up again): the watcher asks again soon. */
 	bool (*set)(int want);
-	/* Attached, in windows: CUPTI's own work to call back one driver call, enter and exit,
-	 * in ns, timed on the watcher (dev_costs.pair_ns); 0 where it cannot be. May be NULL. */
+	/* Attached, in windows, on the watcher once the job has launched (its driver is up):
+	 * CUPTI's own work to call back one driver call, enter and exit, in ns
+	 * (dev_costs.pair_ns); 0 where it cannot be now. May be NULL. */
 	uint32_t (*dispatch_pair)(void);
 };
 

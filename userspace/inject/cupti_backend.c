@@ -230,12 +230,29 @@ static bool finalize_now(void)
 	return false;
 }
 
+/* Whether CUPTI may be called now: no finalize running, and the job's threads out of the
+ * last one's way (FIN_SETTLE_NS). */
+static bool cupti_settled(void)
+{
+	return !__atomic_load_n(&finalize_pending, __ATOMIC_ACQUIRE) &&
+	       inj_mono_ns() - __atomic_load_n(&fin_done, __ATOMIC_ACQUIRE) >= settle_ns;
+}
+
+/* Attach: the last finalize's settling waited for. */
+static void finalize_settle(void)
+{
+	struct timespec ts = {0, 200000};
+
+	while (!cupti_settled())
+		nanosleep(&ts, NULL);
+}
+
 /* CUPTI's own work to call back one driver call, enter and exit (ns): the watcher's
  * cuCtxGetCurrent, with no class of ours (inj_on_callback returns at once), in batches of
- * PAIR_BATCH with its callback on and off in turn, the fastest half of each. What a
- * launch's callbacks cost beyond the library's own time in them, which no callback can
- * time (devwin.c). A launch's dispatch carries more (its kernel's name): gpubpf takes the
- * H100's as the least. 0: not measured. */
+ * PAIR_BATCH with its callback on and off in turn, the fastest half of each, once the job
+ * has launched (backend.h). What a launch's callbacks cost beyond the library's own time
+ * in them, which no callback can time (devwin.c). A launch's dispatch carries more (its
+ * kernel's name): gpubpf takes the H100's as the least. 0: not measured now. */
 #define PAIR_BATCH 64
 #define PAIR_ROUNDS 24
 static uint32_t dispatch_pair(void)
@@ -243,7 +260,7 @@ static uint32_t dispatch_pair(void)
 	uint32_t t[2][PAIR_ROUNDS], on, off;
 	CUcontext ctx = NULL;
 
-	if (!p_cuCtxGetCurrent || !__atomic_load_n(&subscribed, __ATOMIC_ACQUIRE))
+	if (!p_cuCtxGetCurrent || !__atomic_load_n(&subscribed, __ATOMIC_ACQUIRE) || !cupti_settled())
 		return 0;
 	for (int r = 0; r < PAIR_ROUNDS; r++) {
 		for (int k = 0; k < 2; k++) {
@@ -265,23 +282,6 @@ static uint32_t dispatch_pair(void)
 	on = inj_tmean(t[1], PAIR_ROUNDS);
 	inj_trace("dispatch: cuCtxGetCurrent %u ns with its callback, %u ns without", on, off);
 	return on > off ? on - off : 0;
-}
-
-/* Whether CUPTI may be called now: no finalize running, and the job's threads out of the
- * last one's way (FIN_SETTLE_NS). */
-static bool cupti_settled(void)
-{
-	return !__atomic_load_n(&finalize_pending, __ATOMIC_ACQUIRE) &&
-	       inj_mono_ns() - __atomic_load_n(&fin_done, __ATOMIC_ACQUIRE) >= settle_ns;
-}
-
-/* Attach: the last finalize's settling waited for. */
-static void finalize_settle(void)
-{
-	struct timespec ts = {0, 200000};
-
-	while (!cupti_settled())
-		nanosleep(&ts, NULL);
 }
 
 /* ---- attach / detach ------------------------------------------------------------------ */

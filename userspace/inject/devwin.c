@@ -18,9 +18,9 @@
  * compare calls that met them alike (dev_config.probe_gen, pick_state), else their mix
  * could say anything. The library's own time in its callbacks (all of it, from the
  * callback's start) is timed too. CUPTI's own dispatch to a callback is in both halves
- * and so in neither figure: the core times it at attach on a driver call of the watcher's
- * (dev_costs.pair_ns), and the callbacks a launch call met are counted to scale it by. No
- * CUPTI types here: unit-tested. */
+ * and so in neither figure: the core times it on a driver call of the watcher's once the
+ * job launches (dev_costs.pair_ns), and the callbacks a launch call met are counted to
+ * scale it by. No CUPTI types here: unit-tested. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -205,8 +205,9 @@ static void measure_end(struct inj_sched *sc, struct inj_state *s, volatile stru
 	trace_spread("\"on\"", on, n3);
 	cfg->cost.on_ns = inj_tmean(on, n3);
 	cfg->cost.callback_ns = calls ? cb / calls : 0;
-	/* CUPTI's dispatch: the pair the watcher timed at attach (the core's), times the pairs a
-	 * launch call met (a runtime launch 2, its driver call's and its own; a driver launch 1) */
+	/* CUPTI's dispatch: the pair the watcher timed in the first phase (core.c), times the
+	 * pairs a launch call met (a runtime launch 2, its driver call's and its own; a driver
+	 * launch 1) */
 	cfg->cost.dispatch_ns = calls ? (uint32_t)((uint64_t)cfg->cost.pair_ns * cbs / (2 * calls)) : 0;
 	/* it set CUPTI up and tore it down once, as a window does: what gpubpf plans the
 	 * windows' period from before the first one (a window's own replace it) */
