@@ -644,6 +644,22 @@ def check_cupti():
     result("13", "CUPTI's dispatch to callbacks (ns): callbacks - none",
            "%.0f (gpubpf's, timed in the job: the device-time rows' dispatch and subscription)" % disp,
            "measured", "INFO")
+    # What the library times (a driver call's pair: cuCtxGetCurrent, its callback on against
+    # off) against what a launch's callbacks cost, in one process, alternating: whether two
+    # pairs plus the subscription's 0.15 us stand for a launch's dispatch, or the 0.6 us floor
+    # does (userspace/trace/cupti_cost.c, cpt_dispatch_s)
+    rc4, out4 = run("cupti-cost-dispatch", [exe, "50000", "--dispatch"])
+    dm = re.search(r"dispatch launch_on_ns=([\d.]+) launch_off_ns=([\d.]+) ctx_on_ns=([\d.]+) ctx_off_ns=([\d.]+)", out4)
+    if rc4 == 0 and dm:
+        lon, loff, con, coff = (float(x) for x in dm.groups())
+        pair = con - coff
+        result("13", "CUPTI's dispatch: a launch's callbacks (on - off, subscribed) / a driver call's pair as the "
+               "library times it (ns)",
+               "%.0f (%.0f - %.0f) / %.0f (%.0f - %.0f): gpubpf would take %.0f (2 pairs + 150, at least 600)"
+               % (lon - loff, lon, loff, pair, con, coff, max(600, 2 * pair + 150)), "measured", "INFO")
+    else:
+        result("13", "CUPTI's dispatch: a launch's callbacks against a driver call's pair",
+               "cupti_cost --dispatch failed (see cupti-cost-dispatch.log)", "runs", "FAIL")
     result("13", "a launch after a window: CUPTI left subscribed (3 s) / finalized (ns)",
            "%.0f / %.0f (none: %.0f)" % (med(ser["after-off"]), med(ser["after-finalize"]), states["none"]),
            "measured", "INFO")

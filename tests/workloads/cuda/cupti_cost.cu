@@ -9,6 +9,8 @@
 // subscribed and with it finalized, and what opening and closing a window takes.
 // --residue never|finalized (last): a launch's cost in a process where CUPTI was never set
 // up, or was for one 10 ms window and then finalized; run the two alternately.
+// --dispatch (last): what CUPTI's dispatch of the launch callbacks adds to a launch, against
+// what it adds to a driver call of the injection library's own (dispatch()).
 // For each state: the launch call's own time, in ns (host clock around batches of 200
 // launches, each batch followed by a synchronize that is not timed, so that the device's
 // queue never fills and the figure is the CPU's), the median of the batches' means; and
@@ -23,6 +25,8 @@
 #include <cstring>
 #include <ctime>
 #include <vector>
+#include <dlfcn.h>
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <cupti.h>
 
@@ -236,6 +240,72 @@ static int residue(long n, const char *mode)
 	return 0;
 }
 
+/* CUPTI's own work to call back a launch (--dispatch): the launch and copy callbacks on
+ * (per callback id, as the injection library enables them: the runtime's and the driver's)
+ * against subscribed with nothing on, in alternating batches of launches; and a driver
+ * call of the library's own, cuCtxGetCurrent, with its callback on and off in turn, timed
+ * as libgpubpf_inject times it (userspace/inject/cupti_backend.c, dispatch_pair): the pair
+ * it takes, scaled by a launch's two, against what a launch pays. Medians of each.
+ * Prints one "cupti_cost: dispatch ..." line. */
+static int dispatch(long n)
+{
+	std::vector<double> launch[2], ctx[2];
+	CUresult (*get_ctx)(CUcontext *) = NULL;
+	void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	CUpti_SubscriberHandle s;
+	CUcontext c = NULL;
+	auto med = [](std::vector<double> &v) {
+		std::sort(v.begin(), v.end());
+		return v.empty() ? 0.0 : v[v.size() / 2];
+	};
+
+	per_cbid = true;
+	check("cudaFree(0)", cudaFree(0));
+	measure("warm-up", n);
+	if (!drv)
+		drv = dlopen("libcuda.so.1", RTLD_NOW);
+	if (drv)
+		get_ctx = (CUresult(*)(CUcontext *))dlsym(drv, "cuCtxGetCurrent");
+	if (!get_ctx) {
+		fprintf(stderr, "cupti_cost: no cuCtxGetCurrent in libcuda.so.1\n");
+		return 1;
+	}
+	check("cuptiSubscribe", cuptiSubscribe(&s, (CUpti_CallbackFunc)on_callback, NULL));
+	for (long done = 0; done < n; done += 2 * BATCH)
+		for (int on = 0; on < 2; on++) {
+			double t0;
+
+			callbacks(s, on);
+			t0 = now();
+			for (int i = 0; i < BATCH; i++)
+				empty_kernel<<<1, 32>>>(i, nullptr);
+			launch[on].push_back((now() - t0) / BATCH * 1e9);
+			callbacks(s, 0);
+			check("synchronize", cudaDeviceSynchronize());
+		}
+	for (int r = 0; r < 200; r++)
+		for (int on = 0; on < 2; on++) {
+			double t0;
+
+			if (on)
+				check("cuptiEnableCallback",
+				      cuptiEnableCallback(1, s, CUPTI_CB_DOMAIN_DRIVER_API,
+							  CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent));
+			t0 = now();
+			for (int i = 0; i < 64; i++)
+				get_ctx(&c);
+			ctx[on].push_back((now() - t0) / 64 * 1e9);
+			if (on)
+				cuptiEnableCallback(0, s, CUPTI_CB_DOMAIN_DRIVER_API,
+						    CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent);
+		}
+	printf("cupti_cost: dispatch launch_on_ns=%.0f launch_off_ns=%.0f ctx_on_ns=%.0f ctx_off_ns=%.0f\n",
+	       med(launch[1]), med(launch[0]), med(ctx[1]), med(ctx[0]));
+	fflush(stdout);
+	check("cuptiUnsubscribe", cuptiUnsubscribe(s));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	long n = 100000;
@@ -253,11 +323,13 @@ int main(int argc, char **argv)
 			return decay(n), 0;
 		else if (!strcmp(argv[i], "--residue") && i + 1 < argc)
 			return residue(n, argv[i + 1]);
+		else if (!strcmp(argv[i], "--dispatch"))
+			return dispatch(n);
 		else if (atol(argv[i]) > 0)
 			n = atol(argv[i]);
 		else {
 			fprintf(stderr, "usage: cupti_cost [LAUNCHES] [--early] [--all-kinds] [--per-cbid] "
-					"[--decay | --residue never|finalized]\n");
+					"[--decay | --residue never|finalized | --dispatch]\n");
 			return 2;
 		}
 	}
