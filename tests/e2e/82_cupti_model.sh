@@ -81,9 +81,17 @@ rep = re.search(r"what was spent once, ([0-9.e+-]+) ms, is repaid from the budge
                 r"\(([0-9.e+-]+) ms\), at most half the budget, and ([0-9.e+-]+) ms of the two were repaid by the end",
                 raw)
 once, over, repaid = (float(rep[1]), float(rep[2]), float(rep[3])) if rep else (0, 0, 0)
+# Half of it at least, or 70% of what half the 5% budget holds over the recording where
+# that is less: cost_changes, measured again every second for 6 s, spends 270-330 ms once
+# (its measurements' callbacks, CUPTI's dispatch to them timed at 0.9-1.1 us a launch),
+# and half the budget holds about 190 ms of its 7.6 s, part of it before the windows'
+# periods begin (158-164 ms repaid in 4 runs, 83-86% of it)
+rec = re.search(r"gpubpf: wrote .*?, ([0-9.]+) s[,)]", log)
+most = 0.7 * 0.5 * 0.05 * float(rec[1]) * 1e3 if rec else math.inf
 verdict("one-off-cost-repaid-from-budget",
-        bool(rep and fixed) and once >= float(fixed[1]) and 0.5 * once <= repaid <= 1.005 * (once + over),  # (3 digits said)
-        f"{repaid} ms of {once} ms and {over} ms over repaid" if rep else "no repayment in the gpu cost comment")
+        bool(rep and fixed) and once >= float(fixed[1]) and min(0.5 * once, most) <= repaid <= 1.005 * (once + over),  # (3 digits said)
+        f"{repaid} ms of {once} ms and {over} ms over repaid (half the budget holds {most / 0.7:.0f} ms)" if rep
+        else "no repayment in the gpu cost comment")
 gpu = re.search(r"Comment: gpu: .* in windows: (\d+) kernels .* of (\d+) launches and copies followed in (\d+) "
                 r"windows.* (\d+) lost,", raw)
 # the top is "unbounded" where CUPTI's cost at its dearest took all of a launching thread's
