@@ -86,6 +86,7 @@ tools: $(WL_BINS) $(UNIT_BINS) $(UNIT_SAN_BINS) $(BUILD)/gpubpf-san
 -include $(wildcard tests/browser/Makefile.inc)
 -include $(wildcard tests/workloads/python/Makefile.inc)
 -include $(wildcard tests/gpu/Makefile.inc)
+-include $(wildcard tests/workloads/probe/Makefile.inc)
 
 # libbpf 1.4 (bpf_link_create's uprobe_multi: userspace/trace/umulti.c) from Debian 12's
 # backports; Debian 12 itself has 1.1.2.

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# What a probe hit costs the job, by the job's own pace (tests/workloads/probe/ret_delay.c):
+# a uprobe session on launch_loop's cudaLaunchKernel asks for a return hit on one call in 8
+# and stalls another 500 ns in the kernel; the gaps after each against the rest. On a
+# self-paced loop a stall pushes the next call out by all of itself (the response, 1), and
+# a return hit by what it costs, more than its program. Then gpubpf's own stalls on the
+# same loop: what its comment says one pushed the next call out, against the stall as it
+# timed it, 1 on a self-paced loop (its clock alone, without bpf_loop's start and end, read
+# 1.06-1.16 there: bpf/cuda_charge.bpf.h).
+source "$(dirname "$0")/lib.sh"
+need_root
+if [ "${HAVE_CUDA:-}" != 1 ] || [ ! -x "$WL/cuda/launch_loop" ] || [ ! -x "$WL/probe/ret_delay" ]; then
+	skip all "CUDA is not installed here (no nvcc/libcudart), or ret_delay is not built"
+	exit 0
+fi
+lib=$(ldd "$WL/cuda/launch_loop" | awk '/libcudart/ { print $3 }')
+lib=$(readlink -f "$lib")
+
+# 1. ret_delay on the loop
+"$WL/cuda/launch_loop" 100000000 --spin-us 4 >/dev/null &
+pid=$!
+sleep 0.5
+"$WL/probe/ret_delay" --seconds 3 "$pid" "$lib" cudaLaunchKernel >"$TMP/rd.out" 2>"$TMP/rd.err"
+rc=$?
+kill "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+if [ $rc = 3 ]; then
+	skip "ret-delay" "$(cat "$TMP/rd.err")"
+else
+	echo "# $(cat "$TMP/rd.out")"
+	field() { sed -n "s/.* $1=\([-0-9.]*\).*/\1/p" "$TMP/rd.out"; }
+	if [ $rc != 0 ] || [ -z "$(field response)" ]; then
+		fail "ret-delay-runs" "exit $rc: $(tail -3 "$TMP/rd.err")"
+	else
+		pass "ret-delay-runs"
+		check "ret-delay-gaps" awk -v n="$(field after_ret)" -v s="$(field after_stall)" \
+			'BEGIN { exit !(n >= 1000 && s >= 1000) }'
+		check "stall-pushes-all-of-itself" awk -v r="$(field response)" 'BEGIN { exit !(r >= 0.85 && r <= 1.15) }'
+		check "stall-longer-than-its-clock" awk -v s="$(field stall_ns)" -v c="$(field stall_clock_ns)" \
+			'BEGIN { exit !(s > c && c > 400) }'
+		check "return-hit-costs-more-than-its-program" awk -v h="$(field ret_hit_ns)" -v p="$(field ret_prog_ns)" \
+			'BEGIN { exit !(h > p && p > 0 && h < 5000) }'
+	fi
+fi
+
+# 2. gpubpf's stalls on the same loop, 5% budget: windows over a good part of its 5 s
+GPUBPF_WINDOW_PERIOD=0.2 "$GPUBPF" record --overhead-budget 5 -o "$TMP/s.pb.gz" -- \
+	"$WL/cuda/launch_loop" 800000 --spin-us 4 >"$TMP/s.out" 2>"$TMP/s.err" || {
+	fail "record" "$(tail -3 "$TMP/s.err")"
+	exit 0
+}
+"$GPUBPF" report "$TMP/s.pb.gz" >"$TMP/s.rep" 2>&1
+line=$(grep -o "a [0-9.e+-]* us stall at random on one call in [0-9]* made the thread's next call [0-9.e+-]* us later" \
+	"$TMP/s.rep" | head -1)
+echo "# launches: $line"
+if [ -z "$line" ]; then
+	fail "gpubpf-stall-response" "no stall in the comments: $(grep -m2 'estimate: launches' "$TMP/s.rep")"
+else
+	read -r x y < <(echo "$line" | awk '{ print $2, $(NF - 2) }')
+	check "gpubpf-stall-response" awk -v x="$x" -v y="$y" 'BEGIN { exit !(x > 0 && y / x >= 0.85 && y / x <= 1.08) }'
+fi
