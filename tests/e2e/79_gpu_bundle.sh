@@ -13,11 +13,17 @@ fi
 size=$(du -sm "$B" | cut -f1)
 if [ "$size" -lt 64 ]; then pass "bundle-under-64MiB:${size}MiB"; else fail "bundle-under-64MiB" "$size MiB"; fi
 for f in gpubpf libgpubpf_inject.so libgpubpf_inject_nop1.so device_time_variants.sh gpu_check.py \
-	train_loop.py step_bench.py workloads/launch_loop \
-	workloads/runtime_wl_shared workloads/runtime_wl_static workloads/driver_wl workloads/cpu_handoff; do
+	gpu_common.py gpu_cost.py gpu_device.py gpu_traps.py train_loop.py step_bench.py workloads/launch_loop \
+	workloads/runtime_wl_shared workloads/runtime_wl_static workloads/driver_wl workloads/cpu_handoff \
+	workloads/ret_delay; do
 	[ -e "$B/$f" ] || fail "bundle-has:$f" "missing"
 done
-if file "$B/gpubpf" | grep -q "statically linked"; then pass "bundle-gpubpf-static"; else fail "bundle-gpubpf-static" "$(file "$B/gpubpf")"; fi
+for f in gpubpf workloads/ret_delay; do
+	if file "$B/$f" | grep -q "statically linked"; then pass "bundle-static:$f"; else fail "bundle-static:$f" "$(file "$B/$f")"; fi
+done
+# the rows that need a GPU never run here: every name their code uses must be defined
+out=$(python3 tests/e2e/py_names.py "$B"/*.py 2>&1) && pass "bundle-python-names-defined" ||
+	fail "bundle-python-names-defined" "$(echo "$out" | head -5 | tr '\n' ';')"
 
 OUT=$TMP/skip python3 "$B/gpu_check.py" >"$TMP/skip.log" 2>&1
 rc=$?
@@ -78,6 +84,10 @@ row_like "selftest:switches-row" "context switches, two threads handing work ove
 P=' [0-9.]+ \(est\. [0-9.e+-]+%, meas\. [0-9.e+-]+%\)'
 row_like "selftest:parts-row" "the loss part by part, launch_loop --spin-us 4 (medians of 1)" \
 	"^alone [0-9]+/s, default$P, --no-python$P, -F 1$P, a tenth of the budget$P, gpubpf's CPU \(default\): recording [0-9.e+-]+ s, set-up [0-9.e+-]+ s, after [0-9.e+-]+ s\|INFO$"
+# a return hit's whole cost to the job by its pace (ret_delay, a uprobe session), beside the
+# return trap gpubpf books in the parts row's default profile
+row_like "selftest:traps-row" "a return hit's whole cost to the job (trap, program, what its code paid): launch_loop --spin-us 4" \
+	'^[0-9.]+ us \([0-9.]+-[0-9.]+\), its program [0-9.]+ us; a stall pushed [0-9.]+ of itself out \([0-9]+ gaps after one\); gpubpf books its trap at [0-9.]+ us \(calibrated\): x[0-9.]+\|INFO$'
 # a window thread that woke late: how late, how many never opened, and the longest each
 # group's probes were in with no window open (a held thread once left them in a period)
 row_like "selftest:windows-late-row" "launch_loop: CUDA windows opened late (by, in all), never opened; the longest each group's probes were in with no window open" \
@@ -94,14 +104,14 @@ OUT=$TMP/none SELFTEST=1 GPU_CHECK_SECONDS=0.001 python3 "$B/gpu_check.py" >"$TM
 rc=$?
 n=$(grep -c "	not run: out of time (0 s of GPU_CHECK_SECONDS=0.001 left, it takes [0-9]* s or more)	time	SKIP$" \
 	"$TMP/none/results.tsv" 2>/dev/null)
-if [ $rc -eq 0 ] && [ "$n" = 7 ] && [ -s "$TMP/none/table.txt" ]; then
+if [ $rc -eq 0 ] && [ "$n" = 8 ] && [ -s "$TMP/none/table.txt" ]; then
 	pass "time:none-left-skips-each"
 else
 	fail "time:none-left-skips-each" "rc=$rc n=$n: $(tr '\n' ';' <"$TMP/none/results.tsv" 2>/dev/null)"
 fi
 # a round more only where the last round's time is left beside what the checks after it keep
 got=$(cd "$B" && OUT=$TMP/none python3 -c '
-import time, gpu_check as g
+import time, gpu_common as g
 g.SECONDS, g.T0 = 100.0, time.monotonic()
 now = time.monotonic()
 g.reserve = 50.0
