@@ -149,7 +149,6 @@ struct cuda_tstate {
  * time it lost (1 ms lost, 300 calls of 7 us against a 10 us device) */
 #define CUDA_SETTLE_X 4
 #define CUDA_SETTLE_MAX_NS 16000000ull /* 16 ms */
-#define CUDA_STALL_MAX_LOOPS 4096      /* bpf_ktime_get_ns reads a stall may take */
 
 /* Per thread and windowed group, since the recording began: what its hits cost while the
  * group's probes were in but no window was open (put in ahead of a window, not yet out

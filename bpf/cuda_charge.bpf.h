@@ -6,35 +6,14 @@
 #ifndef GPUBPF_CUDA_CHARGE_BPF_H
 #define GPUBPF_CUDA_CHARGE_BPF_H
 
+#include "stall.bpf.h"
+
 /* The current thread's CPU time in user mode and in the kernel (0 and 0: unknown). */
 static __always_inline void task_times(__u64 *ut, __u64 *st)
 {
 	/* kbtf.c sets both offsets or neither */
 	*ut = task_u64(task_off.utime);
 	*st = task_u64(task_off.stime);
-}
-
-struct stall_ctx {
-	__u64 t0, t, ns;
-};
-
-static long stall_step(__u64 i, void *data)
-{
-	struct stall_ctx *c = data;
-
-	c->t = bpf_ktime_get_ns();
-	return c->t - c->t0 >= c->ns;
-}
-
-/* Hold the thread NS more (at most CUDA_STALL_MAX_LOOPS clock reads): how long it was by
- * its own clock. bpf_loop, so that the verifier checks one step, not thousands. */
-static __always_inline __u64 stall(__u64 ns)
-{
-	struct stall_ctx c = {.ns = ns};
-
-	c.t0 = c.t = bpf_ktime_get_ns();
-	bpf_loop(CUDA_STALL_MAX_LOOPS, stall_step, &c, 0);
-	return c.t - c.t0;
 }
 
 /* Until when the thread may be catching up on its device after losing LOST ns at NOW. */

@@ -5,6 +5,7 @@
  * gets. At return (only where the entry asked for it) it times itself. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include "stall.bpf.h"
 
 extern bool bpf_session_is_return(void) __ksym;
 
@@ -34,18 +35,6 @@ __u64 calls, cut, ret_hits, ret_ns, stalls, stall_sum_ns;
 __u64 entry_ns[4], entry_n[4];
 volatile const __u32 every = 8;	     /* one call in EVERY gets a return hit, one a stall */
 volatile const __u64 stall_ns = 500; /* how long */
-
-struct stall_ctx {
-	__u64 t0, t, ns;
-};
-
-static long stall_step(__u64 i, void *data)
-{
-	struct stall_ctx *c = data;
-
-	c->t = bpf_ktime_get_ns();
-	return c->t - c->t0 >= c->ns;
-}
 
 SEC("uprobe.multi")
 int ret_delay(struct pt_regs *ctx)
@@ -89,12 +78,10 @@ int ret_delay(struct pt_regs *ctx)
 	draw = bpf_get_prandom_u32() % every;
 	t->what = draw == 0 ? RD_RET : draw == 1 ? RD_STALL : RD_PLAIN;
 	if (t->what == RD_STALL) {
-		struct stall_ctx c = {.ns = stall_ns};
+		__u64 clock = stall(stall_ns);
 
-		c.t0 = c.t = bpf_ktime_get_ns();
-		bpf_loop(100000, stall_step, &c, 0);
 		__sync_fetch_and_add(&stalls, 1);
-		__sync_fetch_and_add(&stall_sum_ns, c.t - c.t0);
+		__sync_fetch_and_add(&stall_sum_ns, clock);
 	}
 	t->switches = sw;
 	t->last_ns = t0;
