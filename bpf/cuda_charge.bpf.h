@@ -91,8 +91,8 @@ __noinline int charge(__u64 pid_tgid, __u32 g, __u64 start, __u32 how)
 	now = bpf_ktime_get_ns();
 	/* What the stall added to the program is what the gaps after it are weighed
 	 * against: from before it to after, with bpf_loop's own start and end, 50-90 ns
-	 * beyond the stall's clock in it (tests/workloads/probe/ret_delay.c: the clock
-	 * alone made a self-paced loop's stalls push 1.11-1.16 of themselves out). */
+	 * beyond the stall's own clock (tests/workloads/probe/ret_delay.c; by that clock
+	 * alone, a self-paced loop's stalls pushed out 1.06-1.16 of themselves). */
 	if (pre)
 		stalled = now - pre;
 	cost = now - start + trap_ns[ret ? 1 : 0];

@@ -41,8 +41,9 @@ def booked():
 
 
 def measure(name, cmd, seconds):
-    """ret_delay on CMD's cudaLaunchKernel for SECONDS once its libcudart is in and it has
-    launched a while: (fields, why-not)."""
+    """ret_delay on CMD's cudaLaunchKernel (its libcudart's; libcuda's cuLaunchKernel where
+    no libcudart is mapped: the runtime linked in statically) for SECONDS, once that library
+    is in and the job has launched a while: (fields, why-not, skipped)."""
     exe = os.path.join(g.WL, "ret_delay")
     tag = re.sub(r"\W+", "_", name)
     with open(os.path.join(g.OUT, "traps-%s-job.log" % tag), "w") as log:
@@ -52,19 +53,25 @@ def measure(name, cmd, seconds):
             while lib is None and job.poll() is None and time.monotonic() - t0 < 60:
                 time.sleep(0.2)
                 lib = mapped(job.pid, "libcudart")
+                if lib is None and time.monotonic() - t0 > 15:
+                    lib = mapped(job.pid, "libcuda.so")
             if lib is None:
-                return None, "no libcudart mapped in the job"
+                return None, "neither libcudart nor libcuda mapped in the job in 60 s", False
+            sym = "cudaLaunchKernel" if "libcudart" in os.path.basename(lib) else "cuLaunchKernel"
             time.sleep(2)  # past its warm-up
-            rc, out = g.run("traps-%s" % tag, [exe, "--seconds", str(seconds), str(job.pid), lib, "cudaLaunchKernel"])
+            rc, out = g.run("traps-%s" % tag, [exe, "--seconds", str(seconds), str(job.pid), lib, sym])
         finally:
             job.kill()
             job.wait()
     if rc == 3:
-        return None, out.strip().splitlines()[-1] if out.strip() else "no uprobe session here"
+        return None, out.strip().splitlines()[-1] if out.strip() else "no uprobe session here", True
     f = dict(re.findall(r"(\w+)=([-0-9.e+]+)", out))
     if rc != 0 or "ret_hit_ns" not in f:
-        return None, "ret_delay failed (exit %d, see traps-%s.log)" % (rc, tag)
-    return f, None
+        return None, "ret_delay failed (exit %d, see traps-%s.log)" % (rc, tag), False
+    if float(f["after_ret"]) < 1000 or float(f["after_stall"]) < 1000:
+        return None, "too few calls met %s in %s (%s gaps after a return hit): the job launches " \
+            "elsewhere" % (sym, os.path.basename(lib), f["after_ret"]), True
+    return f, None, False
 
 
 def check():
@@ -78,10 +85,10 @@ def check():
         cases.append(("launch-bound PyTorch step", [g.PY, os.path.join(g.HERE, "step_bench.py"), "8"]))
     traps = booked()
     for name, cmd in cases:
-        f, why = measure(name, cmd, 3)
+        f, why, skipped = measure(name, cmd, 3)
         what = "a return hit's whole cost to the job (trap, program, what its code paid): " + name
         if f is None:
-            g.result("13", what, why, "measured", "SKIP" if "session" in why else "FAIL")
+            g.result("13", what, why, "measured", "SKIP" if skipped else "FAIL")
             continue
         hit, prog, resp = float(f["ret_hit_ns"]) / 1e3, float(f["ret_prog_ns"]) / 1e3, float(f["response"])
         value = "%.2f us (%.2f-%.2f), its program %.2f us; a stall pushed %.2f of itself out (%s gaps after one)" % (
