@@ -3,7 +3,8 @@
 # a uprobe session on launch_loop's cudaLaunchKernel asks for a return hit on one call in 8
 # and stalls another 500 ns in the kernel; the gaps after each against the rest. On a
 # self-paced loop a stall pushes the next call out by all of itself (the response, 1), and
-# a return hit by what it costs, more than its program. Then gpubpf's own stalls on the
+# a return hit by what it costs, more than its program; with --walk, a skipped stack walk
+# shortens the next gap by about the walk's run time or more. Then gpubpf's own stalls on the
 # same loop: what its comment says one pushed the next call out, against the stall as it
 # timed it, 1 on a self-paced loop (its clock alone, without bpf_loop's start and end, read
 # 1.06-1.16 there: bpf/cuda_charge.bpf.h).
@@ -40,6 +41,25 @@ else
 			'BEGIN { exit !(s > c && c > 400) }'
 		check "return-hit-costs-more-than-its-program" awk -v h="$(field ret_hit_ns)" -v p="$(field ret_prog_ns)" \
 			'BEGIN { exit !(h > p && p > 0 && h < 5000) }'
+	fi
+fi
+
+# ... and with --walk: every call walks the user stack but one in 8 at random, and the gaps
+# after that one are shorter by the walk's whole cost, at least about its run time
+if [ $rc = 0 ]; then
+	"$WL/cuda/launch_loop" 100000000 --spin-us 4 >/dev/null &
+	pid=$!
+	sleep 0.5
+	"$WL/probe/ret_delay" --walk --seconds 3 "$pid" "$lib" cudaLaunchKernel >"$TMP/rd.out" 2>"$TMP/rd.err"
+	wrc=$?
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	echo "# --walk: $(grep after_skip "$TMP/rd.out")"
+	if [ $wrc != 0 ] || [ -z "$(field walk_whole_ns)" ]; then
+		fail "ret-delay-walk-runs" "exit $wrc: $(tail -3 "$TMP/rd.err")"
+	else
+		check "walk-costs-about-its-run-time-or-more" awk -v n="$(field after_skip)" -v p="$(field walk_prog_ns)" \
+			-v w="$(field walk_whole_ns)" 'BEGIN { exit !(n >= 1000 && p > 0 && w > 0.8 * p && w < 5 * p + 500) }'
 	fi
 fi
 

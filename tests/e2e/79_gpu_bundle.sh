@@ -85,9 +85,9 @@ P=' [0-9.]+ \(est\. [0-9.e+-]+%, meas\. [0-9.e+-]+%\)'
 row_like "selftest:parts-row" "the loss part by part, launch_loop --spin-us 4 (medians of 1)" \
 	"^alone [0-9]+/s, default$P, --no-python$P, -F 1$P, a tenth of the budget$P, gpubpf's CPU \(default\): recording [0-9.e+-]+ s, set-up [0-9.e+-]+ s, after [0-9.e+-]+ s\|INFO$"
 # a return hit's whole cost to the job by its pace (ret_delay, a uprobe session), beside the
-# return trap gpubpf books in the parts row's default profile
+# return trap gpubpf books in the parts row's default profile, and a stack walk's
 row_like "selftest:traps-row" "a return hit's whole cost to the job (trap, program, what its code paid): launch_loop --spin-us 4" \
-	'^[0-9.]+ us \([0-9.]+-[0-9.]+\), its program [0-9.]+ us; a stall pushed [0-9.]+ of itself out \([0-9]+ gaps after one\); gpubpf books its trap at [0-9.]+ us \(calibrated\): x[0-9.]+\|INFO$'
+	'^[0-9.]+ us \([0-9.]+-[0-9.]+\), its program [0-9.]+ us; a stall pushed [0-9.]+ of itself out \([0-9]+ gaps after one\); gpubpf books its trap at [0-9.]+ us \(calibrated\): x[0-9.]+; a user stack walk [0-9.]+ us whole \([0-9.]+-[0-9.]+\) against [0-9.]+ us run\|INFO$'
 # a window thread that woke late: how late, how many never opened, and the longest each
 # group's probes were in with no window open (a held thread once left them in a period)
 row_like "selftest:windows-late-row" "launch_loop: CUDA windows opened late (by, in all), never opened; the longest each group's probes were in with no window open" \

@@ -7,8 +7,12 @@ lost far more than it booked. workloads/ret_delay times a return hit by the job'
 pace: a uprobe session (Linux 6.13+) on the job's cudaLaunchKernel asks for a return hit
 on one call in 8 and stalls another 500 ns in the kernel, and the gaps to the thread's
 next call after each, against the rest, give the return hit's whole cost in ns of a
-stall's, whatever paces the thread. The row sets that beside the return trap gpubpf
-books (its `cuda cost:` comment in check_parts' default profile, where that ran)."""
+stall's, whatever paces the thread. Every other call walks the user stack, as gpubpf's
+probes do, but for one in 8 at random, whose next gap is shorter by the walk's whole cost
+(its run time, and what the job's code paid after it for what it touched). The row sets
+the return hit beside the return trap gpubpf books (its `cuda cost:` comment in
+check_parts' default profile, where that ran), and the walk's whole cost beside its run
+time."""
 import os
 import re
 import subprocess
@@ -59,7 +63,7 @@ def measure(name, cmd, seconds):
                 return None, "neither libcudart nor libcuda mapped in the job in 60 s", False
             sym = "cudaLaunchKernel" if "libcudart" in os.path.basename(lib) else "cuLaunchKernel"
             time.sleep(2)  # past its warm-up
-            rc, out = g.run("traps-%s" % tag, [exe, "--seconds", str(seconds), str(job.pid), lib, sym])
+            rc, out = g.run("traps-%s" % tag, [exe, "--walk", "--seconds", str(seconds), str(job.pid), lib, sym])
         finally:
             job.kill()
             job.wait()
@@ -96,6 +100,10 @@ def check():
         if traps:
             value += "; gpubpf books its trap at %.2f us (calibrated): x%.2f" % (
                 traps[1], (hit - prog) / traps[1] if traps[1] > 0 else 0)
+        if "walk_whole_ns" in f:
+            value += "; a user stack walk %.2f us whole (%.2f-%.2f) against %.2f us run" % (
+                float(f["walk_whole_ns"]) / 1e3, float(f["walk_whole_lo_ns"]) / 1e3,
+                float(f["walk_whole_hi_ns"]) / 1e3, float(f["walk_prog_ns"]) / 1e3)
         # a return hit costs at least its program; a stall's response is 1 on a loop that
         # sets its own pace and 0-1 where a device does: beyond that the gaps are noise
         ok = hit > prog > 0 and -0.1 <= resp <= 1.2

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /* ret_delay's probe (ret_delay.c says what it measures): one uprobe session program on a
  * function of the job. At entry it books the gap from the thread's last call, by what
- * that call had: nothing more, a return hit, or a stall; then it draws what this call
- * gets. At return (only where the entry asked for it) it times itself. */
+ * that call had: nothing more, a return hit, a stall, or (with walk set) no walk of the
+ * user stack where every other call has one; then it draws what this call gets. At
+ * return (only where the entry asked for it) it times itself. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include "stall.bpf.h"
@@ -12,6 +13,8 @@ extern bool bpf_session_is_return(void) __ksym;
 #define RD_PLAIN 0
 #define RD_RET 1
 #define RD_STALL 2
+#define RD_SKIP 3 /* no walk, where the others walk */
+#define RD_WALK_FRAMES 127
 #define RD_GAP_MAX_NS 1000000ull
 
 struct rd_thread {
@@ -28,6 +31,13 @@ struct {
 	__type(value, struct rd_thread);
 } threads SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64[RD_WALK_FRAMES]);
+} walk_buf SEC(".maps");
+
 /* Per class: gaps booked, their sum and sum of squares (ns, ns^2). */
 __u64 gap_n[4], gap_ns[4], gap_sq[4];
 __u64 calls, cut, ret_hits, ret_ns, stalls, stall_sum_ns;
@@ -35,6 +45,7 @@ __u64 calls, cut, ret_hits, ret_ns, stalls, stall_sum_ns;
 __u64 entry_ns[4], entry_n[4];
 volatile const __u32 every = 8;	     /* one call in EVERY gets a return hit, one a stall */
 volatile const __u64 stall_ns = 500; /* how long */
+volatile const bool walk = false;    /* walk the user stack, as gpubpf's probes do */
 
 SEC("uprobe.multi")
 int ret_delay(struct pt_regs *ctx)
@@ -76,7 +87,14 @@ int ret_delay(struct pt_regs *ctx)
 	}
 	__sync_fetch_and_add(&calls, 1);
 	draw = bpf_get_prandom_u32() % every;
-	t->what = draw == 0 ? RD_RET : draw == 1 ? RD_STALL : RD_PLAIN;
+	t->what = draw == 0 ? RD_RET : draw == 1 ? RD_STALL : draw == 2 && walk ? RD_SKIP : RD_PLAIN;
+	if (walk && t->what != RD_SKIP) {
+		__u32 zero = 0;
+		__u64 *buf = bpf_map_lookup_elem(&walk_buf, &zero);
+
+		if (buf)
+			bpf_get_stack(ctx, buf, RD_WALK_FRAMES * sizeof(__u64), BPF_F_USER_STACK);
+	}
 	if (t->what == RD_STALL) {
 		__u64 clock = stall(stall_ns);
 

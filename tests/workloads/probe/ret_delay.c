@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* ret_delay: what one uprobe hit costs a running job, timed by the job's own pace.
  *
- * usage: ret_delay [--seconds S] [--every N] PID OBJECT SYMBOL
+ * usage: ret_delay [--seconds S] [--every N] [--walk] PID OBJECT SYMBOL
  *
  * Puts a uprobe session (Linux 6.13+) on SYMBOL of OBJECT in process PID for S seconds
  * (default 5). Its program runs at every call's entry; on one call in N (default 8), at
@@ -16,7 +16,10 @@
  * the job's own code paid after the trap (caches and predictors refilled), whatever sets
  * the thread's pace. gpubpf times the program, calibrates the trap at start-up in a loop of
  * its own, and cannot see the last part (docs/DESIGN.md, "A hit also costs the job's own
- * code"); this measures all three in the job.
+ * code"); this measures all three in the job. With --walk every call's entry also walks
+ * the user stack (bpf_get_stack), as gpubpf's probes do, but for one call in N at random:
+ * the gaps after that one are shorter by the walk's whole cost to the job (its run time,
+ * and what the job's code paid after it for what it touched).
  *
  * Prints one line "ret_delay: key=value ...": gaps (plain, after_ret, after_stall),
  * delta_ret_ns and delta_stall_ns (mean gap after one less after none; +- 95%),
@@ -26,8 +29,10 @@
  * program as timed in it), entry_prog_ns (a plain call's entry program), and
  * stall_clock_ns (the stall by its own clock, from its first read to its last: short of
  * stall_ns by bpf_loop's start and end, as gpubpf's stalls were until they were timed
- * around). Exit 0; 1 on an error; 3 where the kernel has no uprobe session (said on
- * stderr). */
+ * around); with --walk a second "ret_delay:" line: after_skip, walk_prog_ns (the walk's
+ * run time: a plain call's entry program less a skipped one's) and walk_whole_ns (the
+ * gaps' difference over the response) with its range (walk_whole_lo_ns, _hi_ns). Exit 0; 1 on an error; 3 where the kernel has no uprobe
+ * session (said on stderr). */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -113,23 +118,26 @@ static int attach(struct ret_delay_bpf *o, const char *object, const char *symbo
 
 int main(int argc, char **argv)
 {
-	double seconds = 5, dr, ds, cr, cs, stall, resp, hit, lo, hi, prog[3];
+	double seconds = 5, dr, ds, cr, cs, stall, resp, hit, lo, hi, prog[4];
 	unsigned every = 8;
+	bool walk = false;
 	struct ret_delay_bpf *o = NULL;
 	struct ret_delay_bpf__bss *b;
 	struct btf *vmlinux;
 	int i = 1, pid, link = -1, err = 0;
 
-	for (; i + 1 < argc && !strncmp(argv[i], "--", 2); i += 2) {
-		if (!strcmp(argv[i], "--seconds"))
-			seconds = atof(argv[i + 1]);
-		else if (!strcmp(argv[i], "--every"))
-			every = (unsigned)atoi(argv[i + 1]);
+	for (; i < argc && !strncmp(argv[i], "--", 2); i++) {
+		if (!strcmp(argv[i], "--walk"))
+			walk = true;
+		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
+			seconds = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--every") && i + 1 < argc)
+			every = (unsigned)atoi(argv[++i]);
 		else
 			break;
 	}
-	if (argc - i != 3 || !(seconds > 0) || every < 3 || (pid = atoi(argv[i])) <= 0) {
-		fprintf(stderr, "usage: ret_delay [--seconds S] [--every N>=3] PID OBJECT SYMBOL\n");
+	if (argc - i != 3 || !(seconds > 0) || every < 4 || (pid = atoi(argv[i])) <= 0) {
+		fprintf(stderr, "usage: ret_delay [--seconds S] [--every N>=4] [--walk] PID OBJECT SYMBOL\n");
 		return 1;
 	}
 	/* the kernel has uprobe sessions where its BTF has their kfunc */
@@ -146,6 +154,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	o->rodata->every = every;
+	o->rodata->walk = walk;
 	bpf_program__set_expected_attach_type(o->progs.ret_delay, (enum bpf_attach_type)RD_UPROBE_SESSION);
 	err = ret_delay_bpf__load(o);
 	if (!err) {
@@ -166,7 +175,7 @@ int main(int argc, char **argv)
 	dr = delta(b, 1, &cr);
 	ds = delta(b, 2, &cs);
 	/* what a stall held the thread: the stalled calls' entry program less the others' */
-	for (int j = 0; j < 3; j++)
+	for (int j = 0; j < 4; j++)
 		prog[j] = b->entry_n[j] ? (double)b->entry_ns[j] / (double)b->entry_n[j] : 0;
 	stall = prog[2] - prog[0];
 	resp = stall > 0 ? ds / stall : 0;
@@ -181,6 +190,17 @@ int main(int argc, char **argv)
 	       (unsigned long long)b->gap_n[0], (unsigned long long)b->gap_n[1], (unsigned long long)b->gap_n[2], dr,
 	       cr, ds, cs, stall, resp, hit, lo, hi, b->ret_hits ? (double)b->ret_ns / (double)b->ret_hits : 0, prog[0],
 	       b->stalls ? (double)b->stall_sum_ns / (double)b->stalls : 0);
+	if (walk) {
+		double dw, cw, walk_prog = prog[0] - prog[3];
+
+		/* the gaps after a skipped walk are shorter: their difference is negative */
+		dw = -delta(b, 3, &cw);
+		printf("ret_delay: after_skip=%llu walk_prog_ns=%.1f walk_whole_ns=%.1f walk_whole_lo_ns=%.1f "
+		       "walk_whole_hi_ns=%.1f\n",
+		       (unsigned long long)b->gap_n[3], walk_prog, resp > 0 ? dw / resp : 0,
+		       ds + cs > 0 && stall > 0 ? (dw - cw) / ((ds + cs) / stall) : 0,
+		       ds - cs > 0 && stall > 0 ? (dw + cw) / ((ds - cs) / stall) : 0);
+	}
 	ret_delay_bpf__destroy(o);
 	return 0;
 }
