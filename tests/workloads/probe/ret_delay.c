@@ -31,8 +31,8 @@
  * stall_ns by bpf_loop's start and end, as gpubpf's stalls were until they were timed
  * around); with --walk a second "ret_delay:" line: after_skip, walk_prog_ns (the walk's
  * run time: a plain call's entry program less a skipped one's) and walk_whole_ns (the
- * gaps' difference over the response) with its range (walk_whole_lo_ns, _hi_ns). Exit 0; 1 on an error; 3 where the kernel has no uprobe
- * session (said on stderr). */
+ * gaps' difference over the response) with its range (walk_whole_lo_ns, _hi_ns).
+ * Exit 0; 1 on an error; 3 where the kernel has no uprobe session (said on stderr). */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
