@@ -20,6 +20,7 @@ declare -A SRCS=(
 	[demangle]="userspace/sym/demangle.c"
 	[pbscan]="userspace/out/pbscan.c -lz"
 	[ttyesc]="userspace/lib/ttyesc.c"
+	[pylines]="userspace/trace/python_lines.c userspace/trace/python_util.c"
 )
 
 seed() { # name dir
@@ -42,6 +43,14 @@ seed() { # name dir
 	ttyesc)
 		printf 'fn\x1b]0;t\x07 h\xc3\xa9 \xc2\x9b\xe2\x9c\x93\xf0\x9d\x84\x9e\xff' >"$2/a"
 		;;
+	pylines)
+		# by the first byte: a 3.11 location table, a 3.10 line table (each after a
+		# first line and an instruction index), debug offsets, a stack to merge
+		printf '\x00\x05\x00\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00\xf0\x03\xd8\x02\xb8\x04\x05' >"$2/a"
+		printf '\x01\x0a\x00\x00\x00\x00\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x06\x01\x08\x02\x04\x80' >"$2/b"
+		printf '\x02xdebugpy\x00\x00\x0d\x03' >"$2/c"
+		printf '\x03\x41\x08\x03\x00\x02\x01\x01\x02\x00\x01\x00\x01' >"$2/d"
+		;;
 	demangle)
 		printf 'void (anonymous namespace)::f<int>(int)' >"$2/a"
 		printf 'std::vector<int, std::allocator<int> >::size() const' >"$2/b"
@@ -57,8 +66,8 @@ if ! command -v "$CLANG" >/dev/null 2>&1; then
 	exit 0
 fi
 
-INC="-Iuserspace/lib -Iuserspace/sym -Iuserspace/model -Iuserspace/out"
-for name in procmaps perfmap kallsyms demangle pbscan ttyesc; do
+INC="-Iuserspace/lib -Iuserspace/sym -Iuserspace/model -Iuserspace/out -Iuserspace/trace"
+for name in procmaps perfmap kallsyms demangle pbscan ttyesc pylines; do
 	bin=$out/fuzz_$name
 	log=$out/fuzz_$name.log
 	if ! "$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $INC \

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "python.h"
+#include "python_int.h"
 #include "test.h"
 
 /* 3.11 location table of a function at line 10: 2 code units with no column info at
@@ -38,6 +39,21 @@ TEST(line_311)
 		CHECK_INT(python__line_311(junk, sizeof(junk), 3, 0), 3);
 		CHECK_INT(python__line_311(NULL, 0, 3, 0), 3);
 	}
+	{
+		/* 40 long-form entries of a line delta of 2^58 each: no int is that far, and
+		 * summed they overflowed (found by tests/fuzz/fuzz_pylines.c's kind of input) */
+		uint8_t big[40 * 14];
+
+		for (int e = 0; e < 40; e++) {
+			uint8_t *x = big + e * 14;
+
+			x[0] = 0xf0;		/* long form, one code unit */
+			memset(x + 1, 0x40, 9); /* the varint 2^59: nine empty 6-bit chunks, then 0x20 */
+			x[10] = 0x20;
+			x[11] = x[12] = x[13] = 0; /* end line, columns */
+		}
+		CHECK_INT(python__line_311(big, sizeof(big), 7, 39), 7);
+	}
 }
 
 TEST(line_310)
@@ -52,6 +68,11 @@ TEST(line_310)
 	CHECK_INT(python__line_310(lt, sizeof(lt), 20, 7), 21);
 	CHECK_INT(python__line_310(lt, sizeof(lt), 20, 100), 20);
 	CHECK_INT(python__line_310(lt, 3, 20, 3), 20); /* odd length: the half pair is ignored */
+	/* an index no table reaches, twice it past an int64 (fuzz_pylines found it) */
+	CHECK_INT(python__line_310(lt, sizeof(lt), 20, INT64_MAX / 2 + 9), 20);
+	CHECK_INT(python__line_310(lt, sizeof(lt), 20, -5), 20);
+	/* a first line near the top: a line past an int is no line (it came out negative) */
+	CHECK_INT(python__line_310(lt, sizeof(lt), INT32_MAX - 1, 3), INT32_MAX - 1);
 }
 
 static int plan(const uint8_t *roles, int nu, const bool *gend, int np, bool walkable, int32_t *out)
@@ -205,6 +226,16 @@ TEST(debug_offsets_313)
 	CHECK_INT(L.co_qualname, 0x80);
 	CHECK_INT(L.co_firstlineno, 0x44);
 	CHECK_INT(L.co_code_adaptive, 0xc8);
+	CHECK_INT(py_code_span(&L), 0xc8);
+	/* a field whose 8 bytes end past the code object's bytes read: refused (at 1024,
+	 * accepted until the fuzz harness's bound, it was read past them) */
+	buf[8 * 35] = 0xf8, buf[8 * 35 + 1] = 3; /* code_object.filename: 1016 */
+	CHECK_INT(python__parse_debug_offsets(buf, sizeof(buf), &L), 0);
+	CHECK_INT(py_code_span(&L), PY_CODE_READ);
+	buf[8 * 35] = 0; /* 1024 */
+	buf[8 * 35 + 1] = 4;
+	CHECK_INT(python__parse_debug_offsets(buf, sizeof(buf), &L), -EINVAL);
+	memcpy(buf, w, sizeof(w));
 	/* not the cookie, too short, or offsets outside what the walk reads: refused */
 	buf[0] = 'X';
 	CHECK_INT(python__parse_debug_offsets(buf, sizeof(buf), &L), -EINVAL);

@@ -101,4 +101,8 @@ struct py_layout {
 };
 int python__parse_debug_offsets(const uint8_t *buf, size_t len, struct py_layout *out);
 
+/* The bytes of a code object that hold every field L reads (its pointers, its first
+ * line), up to co_code_adaptive at least. */
+size_t py_code_span(const struct py_layout *L);
+
 #endif /* GPUBPF_PYTHON_USER_H */

@@ -98,15 +98,17 @@ struct py_code *py_code_get(struct python *py, struct py_pid *pp, uint64_t addr)
 	const struct py_layout *L = &pp->L;
 	struct py_code *c, *old = NULL;
 	uint8_t hdr[16];
-	uint8_t co[1024];
+	uint8_t co[PY_CODE_READ];
 	uint64_t v;
 	size_t colen;
 	double now = py_mono_s();
 	int rerr;
 
-	colen = L->co_code_adaptive > L->co_linetable ? L->co_code_adaptive : L->co_linetable + 8;
+	/* Every field read below lies in the bytes read: the layout may be the target's own
+	 * (3.13's debug offsets), which python__parse_debug_offsets bounds to this buffer. */
+	colen = py_code_span(L);
 	if (colen > sizeof(co))
-		colen = sizeof(co);
+		return NULL;
 	if (hmap__get(&py->codes, (uint64_t)pp->pid, addr, 0, &v)) {
 		old = (struct py_code *)(uintptr_t)v;
 		/* Code objects die (a module's body after import) and their memory is reused

@@ -18,6 +18,7 @@
 /* Bounds on what the target can make us read. */
 #define PY_STR_MAX 512		/* bytes of a name or file name */
 #define PY_LINETABLE_MAX 65536	/* bytes of a line table */
+#define PY_CODE_READ 1024	/* bytes of a code object read, its fields in them */
 #define PY_MAPS_MAX (16u << 20) /* bytes of /proc/PID/maps */
 #define PY_MAX_RANGES 64	/* interpreter functions with a role */
 

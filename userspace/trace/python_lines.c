@@ -95,9 +95,13 @@ int python__line_311(const uint8_t *tab, size_t len, int firstline, int64_t idx)
 			i += 1;
 			break;
 		}
+		/* a line delta is an int in CPython: a larger one is a corrupt table (and
+		 * many of them would overflow LINE) */
+		if (delta > INT32_MAX || delta < -INT32_MAX)
+			return firstline;
 		line += delta;
 		if (idx >= addr && idx < addr + n)
-			return noloc || line <= 0 || line > 0x7fffffff ? firstline : (int)line;
+			return noloc || line <= 0 || line > INT32_MAX ? firstline : (int)line;
 		addr += n;
 	}
 	return firstline;
@@ -107,8 +111,12 @@ int python__line_311(const uint8_t *tab, size_t len, int firstline, int64_t idx)
  * of -128 means "no line" for that range. Offsets are in bytes, two per code unit. */
 int python__line_310(const uint8_t *tab, size_t len, int firstline, int64_t idx)
 {
-	int64_t line = firstline, addr = 0, off = idx * 2;
+	int64_t line = firstline, addr = 0, off;
 
+	/* each pair covers at most 255 bytes: an index past them all is in no entry */
+	if (idx < 0 || (uint64_t)idx > (uint64_t)len * 128)
+		return firstline;
+	off = idx * 2;
 	for (size_t i = 0; i + 1 < len; i += 2) {
 		int sdelta = tab[i];
 		int ldelta = (int8_t)tab[i + 1];
@@ -116,7 +124,7 @@ int python__line_310(const uint8_t *tab, size_t len, int firstline, int64_t idx)
 		if (ldelta != -128)
 			line += ldelta;
 		if (off >= addr && off < addr + sdelta)
-			return ldelta == -128 || line <= 0 ? firstline : (int)line;
+			return ldelta == -128 || line <= 0 || line > INT32_MAX ? firstline : (int)line;
 		addr += sdelta;
 	}
 	return firstline;
@@ -178,10 +186,23 @@ int python__parse_debug_offsets(const uint8_t *buf, size_t len, struct py_layout
 	if (L->frame_previous + 8 > PY_FRAME_READ || L->frame_code + 8 > PY_FRAME_READ ||
 	    L->frame_instr + 8 > PY_FRAME_READ || L->frame_owner >= PY_FRAME_READ || L->tstate_frame > 4096 ||
 	    L->tstate_match > 4096 || !L->runtime_interp_head || L->co_code_adaptive < 64 ||
-	    L->co_code_adaptive > 1024 || L->co_filename > 1024 || L->co_name > 1024 || L->co_qualname > 1024 ||
-	    L->co_linetable > 1024 || L->co_firstlineno > 1024)
+	    py_code_span(L) > PY_CODE_READ)
 		return -EINVAL;
 	return 0;
+}
+
+size_t py_code_span(const struct py_layout *L)
+{
+	/* the pointers and the first line are read 8 and 4 bytes wide */
+	uint64_t end = (uint64_t)L->co_firstlineno + 4,
+		 f[] = {L->co_filename, L->co_name, L->co_qualname, L->co_linetable};
+
+	if (L->co_code_adaptive > end)
+		end = L->co_code_adaptive;
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		if (f[i] + 8 > end)
+			end = f[i] + 8;
+	return (size_t)end;
 }
 
 /* ---- the merge (pure) ---- */
