@@ -112,6 +112,10 @@ volatile __u64 trap_ns[2] = {};
 /* The stall that measures whether the probes' delay pushes a thread's calls out
  * (struct cuda_tstate): set by userspace once the costs are calibrated; 0: none. */
 volatile __u64 stall_ns = 0;
+/* One counted call in a window in this many (a power of two; 0: none) skips its work, at
+ * random: what that work costs the job's code after it (struct cuda_tstate). Its call is
+ * in no stack's count; the window's other calls count for it (windows.c). */
+volatile __u32 bare_every = 0;
 /* The sampling window each group's calls belong to (0: not windowed; CUDA_WINDOW_CLOSED:
  * between windows, when probes attached early or not yet detached count nothing): calls
  * carry it in their key, threads' costs in tstates. Userspace writes a window's bounds
@@ -385,6 +389,10 @@ static __always_inline int enter(struct pt_regs *ctx)
 		charge(pid_tgid, g, start, CHARGE_COUNTED);
 		return 0;
 	default:
+		return 0;
+	}
+	if (bare_every && key.window && !trace_calls && !(bpf_get_prandom_u32() & (bare_every - 1))) {
+		charge(pid_tgid, g, start, CHARGE_COUNTED | CHARGE_BARE);
 		return 0;
 	}
 	key.ustack = capture_ustack_fp(ctx, buf_active & 1);

@@ -126,16 +126,27 @@ struct cuda_tstate {
 	 * within CUDA_SETTLE gaps or CUDA_SETTLE_X times the time lost of one that was not
 	 * (or of one over twice the mean): their means differ by the stall where it pushes,
 	 * by nothing where it is absorbed. */
-	__u64 nivcsw;	    /* its involuntary context switches at the last counted call */
-	__u64 gap_ns[2];    /* sums of the gaps */
-	__u64 gap_sq[2];    /* ... of their squares (ns^2: at most the window's length times
-			     * CUDA_GAP_MAX_NS) */
-	__u32 gap_n[2];	    /* ... and how many */
-	__u32 stalled;	    /* the last counted call was stalled */
-	__u64 stall_sum_ns; /* the stalls' time (in cost_ns and backlog_ns) */
-	__u32 stalls;	    /* ... and how many */
-	__u32 settle;	    /* gaps left out yet after a disturbance (CUDA_SETTLE) */
-	__u64 settle_ns;    /* ... and until when (CUDA_SETTLE_X its length) */
+	/* And what a counted call's work (its stack walks and map updates, the most of a
+	 * program) costs the job's own code after it, beyond the program's run time (its
+	 * caches refilled): one counted call in bare_every, at random and not stalled, skips
+	 * that work ("bare"), and the gaps after bare calls ([2]) are shorter than the others
+	 * by the work's whole cost as far as the delay pushes calls out. GAP_PROG_NS sums the
+	 * programs' run time of the calls each gap follows, which the difference is weighed
+	 * against. */
+	__u64 nivcsw;	      /* its involuntary context switches at the last counted call */
+	__u64 gap_ns[3];      /* sums of the gaps */
+	__u64 gap_sq[3];      /* ... of their squares (ns^2: at most the window's length times
+			       * CUDA_GAP_MAX_NS) */
+	__u64 gap_prog_ns[3]; /* ... of the run time of the programs before them */
+	__u32 gap_n[3];	      /* ... and how many */
+	__u32 last_class;     /* the last counted call: 0 another, 1 stalled, 2 bare */
+	__u64 last_prog_ns;   /* ... its program's run time, the stall left out */
+	__u32 bare;	      /* bare calls in the window (their stacks not taken) */
+	__u32 run_bare;	      /* ... of the run's calls */
+	__u64 stall_sum_ns;   /* the stalls' time (in cost_ns and backlog_ns) */
+	__u32 stalls;	      /* ... and how many */
+	__u32 settle;	      /* gaps left out yet after a disturbance (CUDA_SETTLE) */
+	__u64 settle_ns;      /* ... and until when (CUDA_SETTLE_X its length) */
 };
 
 #define CUDA_STALL_EVERY 4	   /* a power of two */

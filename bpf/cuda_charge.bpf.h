@@ -28,7 +28,7 @@ static __always_inline __u64 settle_until(__u64 now, __u64 lost)
 static __always_inline void note_gap(struct cuda_tstate *st, __u64 start, __u64 nv, __u64 niv)
 {
 	__u64 gap = start - st->last_ns, mean = st->gap_n[0] >= 16 ? st->gap_ns[0] / st->gap_n[0] : 0;
-	__u32 j = st->stalled ? 1 : 0;
+	__u32 j = st->last_class == 2 ? 2 : st->last_class == 1 ? 1 : 0;
 
 	/* A window's first call (its hit is dearer), a context switch, an interrupt, a CPU
 	 * sample or a fault: gaps far longer than the thread's in this window so far (their
@@ -48,6 +48,7 @@ static __always_inline void note_gap(struct cuda_tstate *st, __u64 start, __u64 
 		st->gap_n[j]++;
 		st->gap_ns[j] += gap;
 		st->gap_sq[j] += gap * gap;
+		st->gap_prog_ns[j] += st->last_prog_ns;
 	}
 	/* A gap over twice the mean (a short interrupt, a CPU sample) is in the books: leaving
 	 * it out would depend on whether its call was stalled. The gaps after it are not: the
@@ -67,15 +68,17 @@ static __always_inline void note_gap(struct cuda_tstate *st, __u64 start, __u64 
  * caused before the sleep was made up for by it. One counted call in CUDA_STALL_EVERY of
  * a window is held stall_ns more, at random (struct cuda_tstate says why); that is part of
  * its cost. */
-/* CHARGE_RET: a return probe's hit; CHARGE_COUNTED: a counted call's entry. A global
- * function must return a scalar: it returns 0. */
+/* CHARGE_RET: a return probe's hit; CHARGE_COUNTED: a counted call's entry; CHARGE_BARE:
+ * ... whose work was skipped (bare_every). A global function must return a scalar: it
+ * returns 0. */
 #define CHARGE_RET 1u
 #define CHARGE_COUNTED 2u
+#define CHARGE_BARE 4u
 
 __noinline int charge(__u64 pid_tgid, __u32 g, __u64 start, __u32 how)
 {
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
-	bool ret = how & CHARGE_RET, counted = how & CHARGE_COUNTED;
+	bool ret = how & CHARGE_RET, counted = how & CHARGE_COUNTED, bare = how & CHARGE_BARE;
 
 	g &= CUDA_GROUPS_MAX - 1; /* a global function (verified once): nothing is known of G */
 	struct cuda_tkey k = {.tid = tid, .group = g};
@@ -83,7 +86,7 @@ __noinline int charge(__u64 pid_tgid, __u32 g, __u64 start, __u32 how)
 	__u32 win = window_at(g, start);
 	__u64 stalled = 0, pre = 0, now, cost, nv, niv, ut, stm;
 
-	if (counted && !ret && win && win != CUDA_WINDOW_CLOSED && stall_ns &&
+	if (counted && !ret && !bare && win && win != CUDA_WINDOW_CLOSED && stall_ns &&
 	    !(bpf_get_prandom_u32() & (CUDA_STALL_EVERY - 1))) {
 		pre = bpf_ktime_get_ns();
 		stall(stall_ns);
@@ -133,12 +136,15 @@ __noinline int charge(__u64 pid_tgid, __u32 g, __u64 start, __u32 how)
 		niv = task_nivcsw();
 		note_gap(st, start, nv, niv);
 		st->nivcsw = niv;
-		st->stalled = stalled > 0;
+		st->last_class = bare ? 2 : stalled > 0 ? 1 : 0;
+		st->last_prog_ns = now - start - stalled;
 		st->stall_sum_ns += stalled;
 		st->stalls += stalled > 0;
+		st->bare += bare;
 		if (nv != st->nvcsw || !st->run_calls) {
 			st->nvcsw = nv;
 			st->run_calls = 0;
+			st->run_bare = 0;
 			st->backlog_ns = 0;
 			st->run_trap_ns = 0;
 			st->run_start_ns = start;
@@ -149,6 +155,7 @@ __noinline int charge(__u64 pid_tgid, __u32 g, __u64 start, __u32 how)
 		st->run_stime_ns = stm - st->stime0_ns;
 		st->calls++;
 		st->run_calls++;
+		st->run_bare += bare;
 		st->last_ns = start;
 		st->last_cost_ns = cost;
 	}

@@ -7,7 +7,8 @@
 # shortens the next gap by about the walk's run time or more. Then gpubpf's own stalls on the
 # same loop: what its comment says one pushed the next call out, against the stall as it
 # timed it, 1 on a self-paced loop (its clock alone, without bpf_loop's start and end, read
-# 1.06-1.16 there: bpf/cuda_charge.bpf.h).
+# 1.06-1.16 there: bpf/cuda_charge.bpf.h). Last, what a call's work costs the job beyond
+# its run time, by gpubpf's bare calls (GPUBPF_BARE_EVERY), on the loop and a Python step.
 source "$(dirname "$0")/lib.sh"
 need_root
 if [ "${HAVE_CUDA:-}" != 1 ] || [ ! -x "$WL/cuda/launch_loop" ] || [ ! -x "$WL/probe/ret_delay" ]; then
@@ -78,4 +79,44 @@ if [ -z "$line" ]; then
 else
 	read -r x y < <(echo "$line" | awk '{ print $2, $(NF - 2) }')
 	check "gpubpf-stall-response" awk -v x="$x" -v y="$y" 'BEGIN { exit !(x > 0 && y / x >= 0.85 && y / x <= 1.08) }'
+fi
+
+# 3. what a call's work (its stack walks, map updates) costs the job beyond its run time:
+# one counted call in 8 in a window skips it (GPUBPF_BARE_EVERY=8), and the gaps after
+# those are shorter by its run time and that cost. The loop's C code pays about nothing
+# more (0.00-0.02 us here), a Python-driven step little (0.04-0.06 us, against the 0.5-0.8
+# us of user time a hit costs it: the trap's, then). Those calls' stacks are not taken:
+# the window's other calls count for them, and the kernels' sum is the estimate.
+work_re='launches: [0-9.]* us a call ([0-9.]*-[0-9.]* at all of a delay pushing calls out; a gap after a bare call [0-9.-]* us shorter, its program [0-9.-]* us shorter)'
+bare() { # NAME CMD...: record CMD with bare calls, its report into $TMP/NAME.rep
+	local name=$1
+	shift
+	GPUBPF_BARE_EVERY=8 GPUBPF_WINDOW_PERIOD=0.2 "$GPUBPF" record --overhead-budget 5 --no-device-time \
+		-o "$TMP/$name.pb.gz" -- "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &&
+		"$GPUBPF" report "$TMP/$name.pb.gz" >"$TMP/$name.rep" 2>&1
+}
+if ! bare bare-c "$WL/cuda/launch_loop" 800000 --spin-us 4; then
+	fail "bare-record" "$(tail -3 "$TMP/bare-c.err")"
+else
+	work=$(grep -o "$work_re" "$TMP/bare-c.rep" | head -1)
+	echo "# launch_loop --spin-us 4, a call's work beyond its run time: $work"
+	read -r cost prog < <(echo "$work" | awk '{ print $2, $(NF - 1) }')
+	check "bare-work-measured" test -n "$work"
+	check "bare-work-c-loop-small" awk -v c="$cost" -v p="$prog" 'BEGIN { exit !(c != "" && c < 0.2 && p > 0.1) }'
+	est=$(sed -n 's/.*cuda estimate: launches: \([0-9,]*\) calls, 95% CI \([0-9,]*\)-\([0-9,]*\) .*/\1 \2 \3/p' \
+		"$TMP/bare-c.rep" | tr -d ,)
+	sum=$(awk '/^GPU kernel summary/ { getline; getline; getline; print $1; exit }' "$TMP/bare-c.rep")
+	truth=$(sed -n 's/.*launches=\([0-9]*\).*/\1/p' "$TMP/bare-c.out")
+	echo "# launches: estimate, interval ${est:-none}; the kernels' sum $sum; the loop's own $truth"
+	read -r e lo hi <<<"$est"
+	check "bare-estimate-covers-truth" awk -v e="$e" -v lo="$lo" -v hi="$hi" -v s="$sum" -v t="$truth" \
+		'BEGIN { exit !(e > 0 && lo <= t && t <= hi && s > 0.999 * e && s < 1.001 * e) }'
+fi
+step=tests/workloads/python/launch_step.py
+if bare bare-py python3 "$step" "$lib" 3; then
+	work=$(grep -o "$work_re" "$TMP/bare-py.rep" | head -1)
+	echo "# the Python-driven step, a call's work beyond its run time: $work"
+	check "bare-work-python-measured" test -n "$work"
+else
+	fail "bare-record-python" "$(tail -3 "$TMP/bare-py.err")"
 fi

@@ -47,8 +47,7 @@ ROUNDS = int(os.environ.get("ROUNDS") or (1 if os.environ.get("QUICK") or SELFTE
 
 
 SURVIVE_RUNS = int(os.environ.get("SURVIVE_RUNS") or (1 if SELFTEST else 4))
-
-
+BARE_EVERY = 8  # the estimates rows' self-paced runs measure what a call's work costs the job (GPUBPF_BARE_EVERY)
 RESIDUE_RUNS = int(os.environ.get("RESIDUE_RUNS") or 4)  # pairs of cupti_cost --residue, ~2 s each
 
 

@@ -2,7 +2,7 @@
 /* The share of the probes' delay that pushes a thread's calls out, as random stalls
  * measure it (est_response): on a thread that calls as soon as it can, on one a device's
  * queue paces, in windows too short or too noisy to say it alone, and pooled over
- * windows. */
+ * windows; and what a call's work costs the job, as bare calls measure it (est_bare). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,11 +189,67 @@ TEST(response_pool_window_cap)
 	CHECK(capped.mid < 0.25 && plain.mid > 0.4);
 }
 
+/* N gaps of a thread, into B as BPF books them: WORK s of its own (+-SD, normal) between
+ * calls, a program of PROG s and what its work costs the code after it, COST s, of which
+ * SHARE pushes the next call; one call in 8 bare, its program BARE_PROG s and no cost. */
+static void bare_gaps(struct est_bare *b, int n, double work, double sd, double prog, double bare_prog, double cost,
+		      double share)
+{
+	for (int i = 0; i < n; i++) {
+		int j = t_mixed() < 1.0 / 8;
+		double z = sqrt(-2 * log(1 - t_mixed())) * cos(2 * M_PI * t_mixed()), p = j ? bare_prog : prog,
+		       gap = (work + sd * z + share * (p + (j ? 0 : cost))) * 1e9, one[2] = {0, 0}, sum[2] = {0, 0},
+		       sq[2] = {0, 0}, pr[2] = {0, 0};
+
+		one[j] = 1;
+		sum[j] = gap;
+		sq[j] = gap * gap;
+		pr[j] = p * 1e9;
+		est_bare_add(b, one, sum, sq, pr);
+	}
+}
+
+/* What a call's work costs the job beyond its run time, by the gaps after bare calls: the
+ * truth within the range, whether all of the delay pushes calls out or half; nothing
+ * where too few bare gaps are in or a device's queue absorbs the delay; at least 0. */
+TEST(bare_work_cost)
+{
+	struct est_bare b = {0};
+	struct est_delay c;
+	double delta, prog;
+
+	/* too few gaps after bare calls */
+	bare_gaps(&b, 800, 3e-6, 0.2e-6, 1.2e-6, 0.1e-6, 0.3e-6, 1);
+	c = est_bare_cost(&b, 1, NULL, NULL);
+	CHECK(b.n[1] < EST_BARE_MIN && c.mid == 0 && c.lo == 0 && c.hi == 0);
+	/* a Python-like step: 1.2 us of work's program, 0.1 us bare, the work 0.3 us more */
+	b = (struct est_bare){0};
+	bare_gaps(&b, 40000, 3e-6, 0.2e-6, 1.2e-6, 0.1e-6, 0.3e-6, 1);
+	c = est_bare_cost(&b, 1, &delta, &prog);
+	printf("# self-paced: %.3f us (%.3f-%.3f), the truth 0.300; gaps %.3f us apart, programs %.3f\n", c.mid * 1e6,
+	       c.lo * 1e6, c.hi * 1e6, delta * 1e6, prog * 1e6);
+	CHECK(NEAR(prog, 1.1e-6, 1e-12) && c.lo <= 0.3e-6 && 0.3e-6 <= c.hi && NEAR(c.mid, 0.3e-6, 0.02e-6));
+	/* half of a delay pushes calls out: the gaps differ by half, the share says so */
+	b = (struct est_bare){0};
+	bare_gaps(&b, 40000, 3e-6, 0.2e-6, 1.2e-6, 0.1e-6, 0.3e-6, 0.5);
+	c = est_bare_cost(&b, 0.5, &delta, NULL);
+	CHECK(NEAR(delta, 0.7e-6, 0.02e-6) && c.lo <= 0.3e-6 && 0.3e-6 <= c.hi);
+	/* a device's queue sets the pace: not taken */
+	c = est_bare_cost(&b, 0.3, NULL, NULL);
+	CHECK(c.mid == 0 && c.hi == 0);
+	/* no cost beyond the run time (a C loop's): about 0, never below */
+	b = (struct est_bare){0};
+	bare_gaps(&b, 40000, 3e-6, 0.2e-6, 0.7e-6, 0.1e-6, 0, 1);
+	c = est_bare_cost(&b, 1, NULL, NULL);
+	CHECK(c.lo == 0 && c.mid < 0.02e-6 && c.hi >= c.mid && c.hi < 0.05e-6);
+}
+
 int main(int argc, char **argv)
 {
 	T_BEGIN(argv);
 	RUN(delay_response);
 	RUN(delay_response_short_windows);
 	RUN(response_pool_window_cap);
+	RUN(bare_work_cost);
 	return T_END();
 }

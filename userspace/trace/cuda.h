@@ -102,6 +102,10 @@ void cuda__set_traps(struct cuda_tracer *c, double entry, double ret);
  * experiment that tells whether the probes' delay pushes calls out (estimate.h). */
 void cuda__set_stall(struct cuda_tracer *c, double secs);
 bool cuda__stalls(const struct cuda_tracer *c);
+/* One counted call in EVERY of a window (a power of two, rounded down; 0: none) skips its
+ * work at random: what that work costs the job (estimate.h, est_bare). */
+void cuda__set_bare(struct cuda_tracer *c, unsigned every);
+unsigned cuda__bare_every(const struct cuda_tracer *c);
 
 /* At the end: allocations still live become gpu_inuse samples under their stacks. */
 int cuda__finish(struct cuda_tracer *c);

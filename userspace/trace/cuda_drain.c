@@ -241,12 +241,12 @@ static int add_cuda_sample(struct cuda_tracer *c, const struct cuda_key *k, cons
 static int settle_call(struct cuda_tracer *c, const struct cuda_key *k, const struct cuda_val *v, uint64_t *ips, int n,
 		       int trunc, bool final)
 {
-	double w = 1, values[3] = {(double)v->calls, 0, 0};
+	double w = 1, walked = 1, values[3] = {(double)v->calls, 0, 0};
 	struct est_delay f = {1, 1, 1};
 	int r = 1;
 
 	if (k->window && c->win) {
-		r = windows__weight(c->win, k->window, k->tid, &w, &f);
+		r = windows__weight(c->win, k->window, k->tid, &w, &f, &walked);
 		if (r == 0 && !final) {
 			struct cuda_staged *st;
 
@@ -267,12 +267,14 @@ static int settle_call(struct cuda_tracer *c, const struct cuda_key *k, const st
 			memcpy(st->ips, ips, (size_t)n * sizeof(ips[0]));
 			return 1;
 		}
-		values[1] = cuda_apis[k->api].group == CG_SYNC ? (double)v->wait_ns : (double)v->bytes;
-		windows__add(c->win, k->window, (double)v->calls, values, w, &f);
+		/* the window's bare calls, in no stack, count through the others */
+		values[0] *= walked;
+		values[1] = walked * (cuda_apis[k->api].group == CG_SYNC ? (double)v->wait_ns : (double)v->bytes);
+		windows__add(c->win, k->window, values[0], values, w, &f);
 	}
 	c->s->truncated_stacks += (uint64_t)trunc;
 	c->calls += v->calls;
-	return add_cuda_sample(c, k, v, ips, n, 0, est_weight(w, f.mid));
+	return add_cuda_sample(c, k, v, ips, n, 0, walked * est_weight(w, f.mid));
 }
 
 /* The calls kept at earlier drains whose windows' books are closed now. */

@@ -253,6 +253,18 @@ bool cuda__stalls(const struct cuda_tracer *c)
 	return c->skel->bss->stall_ns > 0;
 }
 
+void cuda__set_bare(struct cuda_tracer *c, unsigned every)
+{
+	while (every & (every - 1))
+		every &= every - 1; /* a power of two, at most EVERY */
+	c->skel->bss->bare_every = every;
+}
+
+unsigned cuda__bare_every(const struct cuda_tracer *c)
+{
+	return c->skel->bss->bare_every;
+}
+
 /* ---- calibration --------------------------------------------------------------------- */
 
 /* gpubpf's own functions, probed at start-up to measure what one hit costs here. Their

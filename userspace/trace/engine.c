@@ -137,6 +137,16 @@ static double stall_secs(void)
 	return envnum__get("GPUBPF_STALL_US", 0, 100, 0.5) / 1e6;
 }
 
+/* One counted call in a window in GPUBPF_BARE_EVERY (a power of two; 0: none) skips its
+ * stack walks and map updates, at random: the gaps after it say what that work costs the
+ * job's own code after it, beyond the program's run time (estimate.h, est_bare), which
+ * the delay correction and the overhead then count. Its stack is not taken: the window's
+ * other calls count for it. */
+static unsigned bare_every(void)
+{
+	return (unsigned)envnum__get("GPUBPF_BARE_EVERY", 0, 1024, 0);
+}
+
 static void setup_governor(struct governor *gv, const struct record_opts *o, struct cuda_tracer *cuda,
 			   struct cpu_sampler *cpu, bool windowed, double *calib)
 {
@@ -161,6 +171,7 @@ static void setup_governor(struct governor *gv, const struct record_opts *o, str
 	gv->window_cost = cal.window > 0 ? cal.window : 0;
 	cuda__set_traps(cuda, gv->trap_entry, gv->trap_return);
 	cuda__set_stall(cuda, stall_secs());
+	cuda__set_bare(cuda, bare_every());
 	/* A CPU sample interrupts a thread at most freq times a second. */
 	if (sample < 0)
 		sample = cal.traced_call;

@@ -150,6 +150,50 @@ void est_response_pool(struct est_response *r, const struct est_response *add, d
 	r->stalls += add->stalls;
 }
 
+void est_bare_add(struct est_bare *b, const double n[2], const double sum_ns[2], const double sq_ns[2],
+		  const double prog_ns[2])
+{
+	for (int j = 0; j < 2; j++) {
+		b->n[j] += n[j];
+		b->sum[j] += sum_ns[j] / 1e9;
+		b->sq[j] += sq_ns[j] / 1e18;
+		b->prog[j] += prog_ns[j] / 1e9;
+	}
+}
+
+struct est_delay est_bare_cost(const struct est_bare *b, double share, double *delta, double *prog)
+{
+	struct est_delay c = {0, 0, 0};
+	double m[2], v[2], d, se, dp;
+
+	if (delta)
+		*delta = 0;
+	if (prog)
+		*prog = 0;
+	if (b->n[0] < EST_BARE_MIN || b->n[1] < EST_BARE_MIN)
+		return c;
+	for (int j = 0; j < 2; j++) {
+		m[j] = b->sum[j] / b->n[j];
+		v[j] = b->sq[j] / b->n[j] - m[j] * m[j];
+		if (!(v[j] > 0))
+			v[j] = 0;
+	}
+	d = m[0] - m[1];
+	se = sqrt(v[0] / b->n[0] + v[1] / b->n[1]);
+	dp = b->prog[0] / b->n[0] - b->prog[1] / b->n[1];
+	if (delta)
+		*delta = d;
+	if (prog)
+		*prog = dp;
+	if (!(share >= EST_BARE_SHARE_MIN))
+		return c;
+	/* the gaps differ by SHARE of the work's run time and of its cost to the job */
+	c.mid = fmax(0, d / share - dp);
+	c.lo = fmax(0, (d - 2 * se) / share - dp);
+	c.hi = fmax(c.mid, (d + 2 * se) / share - dp);
+	return c;
+}
+
 /* R's gaps: D, how much longer a gap after a stall was, its standard error SE, and the
  * stall X (s). False while too few are in (EST_RESPONSE_MIN). */
 static bool response_diff(const struct est_response *r, double *d, double *se, double *x)

@@ -192,6 +192,34 @@ bool est_response_precise(const struct est_response *r);
  * was, and *STALL the stall (s). */
 struct est_delay est_response_share(const struct est_response *r, bool unbiased, double *delta, double *stall);
 
+/* What a counted call's work (its stack walks and map updates) costs the job's own code
+ * after it, beyond the program's run time: its caches refilled, which no clock of
+ * gpubpf's sees. One counted call in a window in bare_every skips that work at random
+ * (struct cuda_tstate), and the gaps after it are shorter than after the others by the
+ * work's run time and that cost, as far as a delay pushes calls out. The gaps after a
+ * call that did its work ([0]) and after a bare one ([1]): how many, their sums (s) and
+ * sums of squares (s^2), and the programs' run time before them (s). */
+struct est_bare {
+	double n[2], sum[2], sq[2], prog[2];
+};
+
+/* One thread's gaps in one window, from BPF's books (ns; [1] after bare calls). */
+void est_bare_add(struct est_bare *b, const double n[2], const double sum_ns[2], const double sq_ns[2],
+		  const double prog_ns[2]);
+
+/* Gaps after bare calls needed before the work's cost is taken from them, and the least
+ * share of a delay that pushes calls out it is taken at (below, the work's cost is mostly
+ * absorbed by a device's queue, and the share's own error would swamp it). */
+#define EST_BARE_MIN 200
+#define EST_BARE_SHARE_MIN 0.5
+
+/* The work's cost to the job beyond its run time, per call that did it (s): MID and a 95%
+ * range (2 sigma of the gaps' difference), all at least 0, given SHARE of a delay that
+ * pushes calls out (est_response_share's mid); 0 with too few gaps or too small a share.
+ * *DELTA (may be NULL): how much shorter a gap after a bare call was (s), and *PROG how
+ * much shorter its program ran. */
+struct est_delay est_bare_cost(const struct est_bare *b, double share, double *delta, double *prog);
+
 /* Delay corrections D with only SHARE of the delay pushing calls out: each end of D with
  * the same end of SHARE (an unbounded end times a share of 0 adds nothing; a share below
  * 0, noise, makes a factor below 1). */

@@ -57,6 +57,7 @@ struct windows *windows__new(struct cuda_tracer *c, struct governor *gv, double 
 	w->gv = gv;
 	w->period = period;
 	w->stalls = cuda__stalls(c);
+	w->bare_every = cuda__bare_every(c);
 	w->stop_fd = -1;
 	pthread_mutex_init(&w->lock, NULL);
 	w->ring = calloc(WIN_RING, sizeof(*w->ring));
@@ -639,12 +640,12 @@ void windows__set_cpu(struct windows *w, double sample, double freq, double swit
 	pthread_mutex_unlock(&w->lock);
 }
 
-int windows__weight(struct windows *w, uint32_t id, uint32_t tid, double *weight, struct est_delay *d)
+int windows__weight(struct windows *w, uint32_t id, uint32_t tid, double *weight, struct est_delay *d, double *walked)
 {
 	struct wrec *r;
 	int ret = 1;
 
-	*weight = 1;
+	*weight = *walked = 1;
 	d->mid = d->lo = d->hi = 1;
 	pthread_mutex_lock(&w->lock);
 	r = rec_of(w, id);
@@ -659,6 +660,7 @@ int windows__weight(struct windows *w, uint32_t id, uint32_t tid, double *weight
 				d->mid = r->thr[i].f;
 				d->lo = r->thr[i].lo;
 				d->hi = r->thr[i].hi;
+				*walked = r->thr[i].walked;
 			}
 	}
 	pthread_mutex_unlock(&w->lock);

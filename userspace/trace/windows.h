@@ -33,10 +33,11 @@ void windows__stop(struct windows *w);
 
 void windows__free(struct windows *w);
 
-/* The weight of a call of thread TID in window ID (1 / the probability it was seen) and
- * the correction for its probes' delay, with its range (*D). 1: known; 0: the window's books are not closed
- * yet (ask again at the next drain); -ENOENT: no such window (weight 1). */
-int windows__weight(struct windows *w, uint32_t id, uint32_t tid, double *weight, struct est_delay *d);
+/* The weight of a call of thread TID in window ID (1 / the probability it was seen), the
+ * correction for its probes' delay, with its range (*D), and *WALKED: the calls it stands
+ * for in the window (>= 1: the bare calls' share, whose stacks were not taken). 1: known; 0: the window's books are not
+ * closed yet (ask again at the next drain); -ENOENT: no such window (weight 1). */
+int windows__weight(struct windows *w, uint32_t id, uint32_t tid, double *weight, struct est_delay *d, double *walked);
 
 /* Count a drained entry of window ID: N calls, VALUES (calls, bytes or wait ns, 0) before
  * weighting, at WEIGHT and delay correction D, into its period's estimates (the confidence
@@ -64,6 +65,9 @@ struct windows_summary {
 	int busiest_tid;
 	struct est_response resp[CG__COUNT]; /* per group: whether the delay pushes calls out */
 	bool stalls;			     /* ... asked of the job by stalls (GPUBPF_STALL_US) */
+	struct est_bare bare[CG__COUNT];     /* per group: what a call's work costs the job */
+	unsigned bare_every;		     /* ... measured by one bare call in this many (0: not) */
+	double probes_work;		     /* the busiest thread's part of that cost (in probes) */
 };
 void windows__summary(struct windows *w, struct windows_summary *out);
 

@@ -19,8 +19,9 @@
 
 #include "windows_int.h"
 
-/* The thread's books: SPENT ns more in probes, TRAPS of them calibrated traps. */
-static void book(struct windows *w, uint32_t tid, uint64_t spent, uint64_t traps)
+/* The thread's books: SPENT ns more in probes, TRAPS of them calibrated traps and WORK
+ * what their work cost its own code after them (est_bare). */
+static void book(struct windows *w, uint32_t tid, uint64_t spent, uint64_t traps, uint64_t work)
 {
 	uint64_t v = 0;
 
@@ -29,6 +30,11 @@ static void book(struct windows *w, uint32_t tid, uint64_t spent, uint64_t traps
 	v = 0;
 	hmap__get(&w->ttraps, tid, 0, 0, &v);
 	hmap__put(&w->ttraps, tid, 0, 0, v + traps);
+	if (work) {
+		v = 0;
+		hmap__get(&w->ttraps, tid, 1, 0, &v);
+		hmap__put(&w->ttraps, tid, 1, 0, v + work);
+	}
 }
 
 /* What group G's probes cost each thread in with no window open since the last look (the
@@ -55,7 +61,7 @@ static double read_closed(struct windows *w, int g, double trap_scale)
 		if (!cost)
 			continue;
 		paid = (double)cost + (trap_scale - 1) * (double)traps;
-		book(w, tids[i], paid > 0 ? (uint64_t)paid : 0, traps);
+		book(w, tids[i], paid > 0 ? (uint64_t)paid : 0, traps, 0);
 		cost = 0;
 		hmap__get(&w->tclosed, tids[i], CG__COUNT, 2, &cost);
 		hmap__put(&w->tclosed, tids[i], CG__COUNT, 2, cost + (paid > 0 ? (uint64_t)paid : 0));
@@ -87,6 +93,39 @@ static struct est_delay thread_share(struct windows *w, int g, const struct cuda
 		return (struct est_delay){1, 1, 1};
 	own = est_response_precise(&mine);
 	return est_response_share(own ? &mine : &w->resp[g], own, NULL, NULL);
+}
+
+/* What a counted call's work costs group G's threads' own code after it, beyond its run
+ * time, by the gaps after bare calls (estimate.h, est_bare) pooled over the recording with
+ * thread ST's in the window just closed; at the share of a delay that pushes calls out
+ * pooled alike. 0 (0-0) where no calls are bare. */
+static struct est_delay work_cost(struct windows *w, int g, const struct cuda_tstate *st)
+{
+	double n[2] = {st->gap_n[0], st->gap_n[2]}, sum[2] = {(double)st->gap_ns[0], (double)st->gap_ns[2]},
+	       sq[2] = {(double)st->gap_sq[0], (double)st->gap_sq[2]},
+	       prog[2] = {(double)st->gap_prog_ns[0], (double)st->gap_prog_ns[2]};
+
+	if (!w->bare_every)
+		return (struct est_delay){0, 0, 0};
+	est_bare_add(&w->bare[g], n, sum, sq, prog);
+	return est_bare_cost(&w->bare[g], w->stalls ? est_response_share(&w->resp_all[g], false, NULL, NULL).mid : 1,
+			     NULL, NULL);
+}
+
+/* Thread ST's delay correction (est_run_delay), the work of each of its run's calls that
+ * did it costing WORK more (mid, lo, hi: each end of the range at that end). */
+static struct est_delay run_delay(const struct cuda_tstate *st, const struct est_delay *scale, struct est_delay work,
+				  bool slept)
+{
+	double walked = st->run_calls > st->run_bare ? (double)(st->run_calls - st->run_bare) : 0, at[3];
+	struct est_delay d[3];
+
+	at[0] = work.mid, at[1] = work.lo, at[2] = work.hi;
+	for (int k = 0; k < 3; k++)
+		d[k] = est_run_delay(st->calls, st->run_calls, (double)st->run_start_ns / 1e9,
+				     (double)st->last_ns / 1e9, (double)st->backlog_ns / 1e9 + at[k] * walked,
+				     (double)st->run_trap_ns / 1e9, scale, (double)st->last_cost_ns / 1e9, slept);
+	return (struct est_delay){d[0].mid, d[1].lo, d[2].hi};
 }
 
 /* A thread a device's queue paces makes up, once the queue lets it, the calls a stall
@@ -121,8 +160,8 @@ void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busi
 	for (int i = 0; i < n; i++) {
 		char path[64], *text, *p;
 		uint64_t nv = st[i].nvcsw;
-		struct est_delay d, scale, share;
-		double cost;
+		struct est_delay d, scale, share, work;
+		double cost, work_paid;
 		bool slept;
 
 		/* Did the thread sleep after its last call in the window (its delay made up)?
@@ -142,16 +181,17 @@ void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busi
 				      span * tshare);
 		}
 		scale = est_traps_scale(&w->traps, NULL);
-		d = est_run_delay(st[i].calls, st[i].run_calls, (double)st[i].run_start_ns / 1e9,
-				  (double)st[i].last_ns / 1e9, (double)st[i].backlog_ns / 1e9,
-				  (double)st[i].run_trap_ns / 1e9, &scale, (double)st[i].last_cost_ns / 1e9, slept);
 		share = thread_share(w, g, &st[i]);
+		work = work_cost(w, g, &st[i]);
+		d = run_delay(&st[i], &scale, work, slept);
 		/* ... as far as the delay pushes calls out at all */
 		d = est_delay_share(d, share);
 		r->thr[r->nthr].tid = tids[i];
 		r->thr[r->nthr].f = (float)d.mid;
 		r->thr[r->nthr].lo = (float)d.lo;
 		r->thr[r->nthr].hi = (float)d.hi;
+		r->thr[r->nthr].walked =
+		    st[i].calls > st[i].bare ? (float)st[i].calls / (float)(st[i].calls - st[i].bare) : 1;
 		r->thr[r->nthr].paced = share.hi < 1;
 		if (d.mid > 1.01)
 			pr_debug("window %u of %s: thread %u made %u calls (%u since it last slept) in %.0f us, its "
@@ -167,12 +207,13 @@ void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busi
 		/* What the thread paid: its traps at what they cost in the job, as far as the
 		 * ticks have timed them (the governor plans from it, the summary says it; the
 		 * multiple is at least 0.25, so the cost never goes below the programs'). */
-		cost = (double)st[i].cost_ns + (scale.mid - 1) * (double)st[i].traps_ns;
+		work_paid = work.mid * 1e9 * (st[i].calls - st[i].bare);
+		cost = (double)st[i].cost_ns + (scale.mid - 1) * (double)st[i].traps_ns + work_paid;
 		*all += cost / 1e9;
 		*hits += st[i].hits;
 		if (cost / 1e9 > *busiest)
 			*busiest = cost / 1e9;
-		book(w, tids[i], (uint64_t)cost + (uint64_t)(per_window * 1e9), st[i].traps_ns);
+		book(w, tids[i], (uint64_t)cost + (uint64_t)(per_window * 1e9), st[i].traps_ns, (uint64_t)work_paid);
 	}
 	*closed = read_closed(w, g, est_traps_scale(&w->traps, NULL).mid);
 	paced_catch_up(w, r, *closed);
@@ -211,7 +252,7 @@ struct est_delay windows__share(struct windows *w, int g)
 /* The books over the recording (windows.h). */
 void windows__summary(struct windows *w, struct windows_summary *out)
 {
-	uint64_t max = 0, traps = 0, closed = 0;
+	uint64_t max = 0, traps = 0, closed = 0, work = 0;
 
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&w->lock);
@@ -229,11 +270,14 @@ void windows__summary(struct windows *w, struct windows_summary *out)
 	}
 	if (max) {
 		hmap__get(&w->ttraps, (uint64_t)out->busiest_tid, 0, 0, &traps);
+		hmap__get(&w->ttraps, (uint64_t)out->busiest_tid, 1, 0, &work);
 		hmap__get(&w->tclosed, (uint64_t)out->busiest_tid, CG__COUNT, 2, &closed);
 	}
 	out->trap_scale = est_traps_scale(&w->traps, &out->trap_ticks);
 	memcpy(out->resp, w->resp_all, sizeof(out->resp));
 	out->stalls = w->stalls;
+	memcpy(out->bare, w->bare, sizeof(out->bare));
+	out->bare_every = w->bare_every;
 	out->windows = w->windows;
 	out->guard_cuts = w->cuts;
 	out->late = w->late;
@@ -245,4 +289,5 @@ void windows__summary(struct windows *w, struct windows_summary *out)
 	out->probes = (double)max / 1e9;
 	out->probes_traps = (double)traps / 1e9;
 	out->probes_closed = (double)closed / 1e9;
+	out->probes_work = (double)work / 1e9;
 }

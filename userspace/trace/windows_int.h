@@ -37,6 +37,7 @@
 struct wthread {
 	uint32_t tid;
 	float f, lo, hi; /* its delay correction (struct est_delay) */
+	float walked;	 /* its calls over those that did their work (bare_every; >= 1) */
 	bool paced;	 /* a device's queue surely paced it (its delay's share surely below 1) */
 };
 
@@ -123,6 +124,8 @@ struct windows {
 	struct est_response resp[CG__COUNT]; /* whether the delay pushes calls out: lately ... */
 	struct est_response resp_all[CG__COUNT]; /* ... and over the recording */
 	bool stalls;				 /* ... asked of the job by stalls (cuda__set_stall) */
+	struct est_bare bare[CG__COUNT];	 /* what a call's work costs the job, by bare calls */
+	unsigned bare_every;			 /* ... one in this many in a window (0: none) */
 	uint64_t windows, cuts;
 	uint64_t late, moved;	    /* windows opened late (> LATE_S), moved past their slot */
 	uint64_t missed;	    /* segments with no window, stood in for by the next (owed) */

@@ -240,6 +240,55 @@ double windows__overhead(struct windows *w, const uint64_t cost_ns[CG__COUNT], c
 	return total;
 }
 
+/* What the cost comment says of the job's own code running slower after each hit: counted
+ * in part where bare calls measure what the calls' work costs it (est_bare), else not. */
+static void work_text(const struct windows_summary *sum, double secs, char *buf, size_t len)
+{
+	size_t at = 0;
+	int n;
+
+	if (!sum->bare_every) {
+		snprintf(
+		    buf, len,
+		    "not counted: the job's own code runs slower after each hit (its caches refilled), which no "
+		    "clock of gpubpf's sees (measured apart: a fifth to a third of a hit's cost more in a "
+		    "Python-driven loop, about a tenth in a C one; GPUBPF_BARE_EVERY measures the programs' part)");
+		return;
+	}
+	n = snprintf(
+	    buf, len,
+	    "the job's own code runs slower after each hit (its caches refilled): the calls' work (stack walks, "
+	    "map updates) costs it, beyond the programs' run time, ");
+	at = n > 0 ? (size_t)n : 0;
+	for (int g = 0; g < CG__COUNT && at < len; g++) {
+		double delta, prog;
+		struct est_delay c;
+
+		if (!(sum->bare[g].n[1] > 0))
+			continue;
+		c = est_bare_cost(&sum->bare[g], 1, &delta, &prog);
+		if (sum->bare[g].n[1] < EST_BARE_MIN)
+			n = snprintf(buf + at, len - at, "%s: too few gaps after bare calls to tell (%.0f); ",
+				     cuda_group_names[g], sum->bare[g].n[1]);
+		else
+			n = snprintf(
+			    buf + at, len - at,
+			    "%s: %.2f us a call (%.2f-%.2f at all of a delay pushing calls out; a gap after a bare "
+			    "call %.2f us shorter, its program %.2f us shorter), ",
+			    cuda_group_names[g], c.mid * 1e6, c.lo * 1e6, c.hi * 1e6, delta * 1e6, prog * 1e6);
+		if (n < 0)
+			break;
+		at += (size_t)n;
+	}
+	if (at < len)
+		snprintf(
+		    buf + at, len - at,
+		    "measured in the job: one counted call in %u in a window skips its work at random, its stack "
+		    "not taken (the window's other calls count for it); %.3g%% of the busiest thread, in the hits' "
+		    "part; not counted: what a trap itself costs the job's code after it so",
+		    sum->bare_every, 100 * sum->probes_work / (secs > 0 ? secs : 1));
+}
+
 /* "launches 2.1 ms, copies 0.4 ms": per windowed group, the longest its probes were in
  * with no window open (ahead of a window, after one, or held in by a window thread that
  * woke late). */
@@ -265,11 +314,13 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 		       struct profile *prof, double budget_pct, const char *exact_why, double elapsed, double own)
 {
 	struct windows_summary sum;
-	char duty[256], traps[96] = "calibrated", range[128] = "", floors[160] = "", idle[160] = "", over[256] = "";
+	char duty[256], traps[96] = "calibrated", range[128] = "", floors[160] = "", idle[160] = "", over[256] = "",
+			work[768];
 	double probes, always, total, lo = 0, hi = 0;
 
 	windows__duty_text(gv, duty, sizeof(duty));
 	cost_parts(w, cost, gv, elapsed, &sum, &probes, &always);
+	work_text(&sum, elapsed, work, sizeof(work));
 	if (w) {
 		idle_text(w, &sum, idle, sizeof(idle));
 		profile__add_comment(
@@ -331,14 +382,11 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 	    "groups never windowed %.3g%%, CPU sampling %.3g%% (%.2f us a sample, and %.3g%% for its events in the "
 	    "sampled "
 	    "threads' context switches), gpubpf's own CPU where no CPU "
-	    "was idle %.3g%%; planned %.3g%%%s%s; a traced call costs %.2f us on gpubpf's own calibration call; not "
-	    "counted: the job's own code runs slower after each hit (its caches refilled), which no clock of "
-	    "gpubpf's sees (measured apart: a fifth to a third of a hit's cost more in a Python-driven loop, about "
-	    "a tenth in a C one)",
+	    "was idle %.3g%%; planned %.3g%%%s%s; a traced call costs %.2f us on gpubpf's own calibration call; %s",
 	    100 * total, range, 100 * probes, gv->trap_entry * 1e6, gv->trap_return * 1e6, traps,
 	    100 * sum.probes_closed / (elapsed > 0 ? elapsed : 1), sum.windows, governor__window_cost(gv) * 1e6,
 	    100 * always, 100 * gv->cpu_cost, gv->sample_cost * 1e6, 100 * gv->switch_cost, 100 * own,
-	    100 * governor__overhead(gv), floors, over, gv->cost_per_hit * 1e6);
+	    100 * governor__overhead(gv), floors, over, gv->cost_per_hit * 1e6, work);
 	if (w) {
 		struct est_delay js = job_share(&sum);
 
