@@ -150,6 +150,22 @@ void est_response_pool(struct est_response *r, const struct est_response *add, d
 	r->stalls += add->stalls;
 }
 
+/* Two sets of N[j] values, their sums SUM[j] and sums of squares SQ[j]: how much greater
+ * the second's mean is, and *SE its standard error. */
+static double mean_diff(const double n[2], const double sum[2], const double sq[2], double *se)
+{
+	double m[2], v[2];
+
+	for (int j = 0; j < 2; j++) {
+		m[j] = sum[j] / n[j];
+		v[j] = sq[j] / n[j] - m[j] * m[j];
+		if (!(v[j] > 0))
+			v[j] = 0;
+	}
+	*se = sqrt(v[0] / n[0] + v[1] / n[1]);
+	return m[1] - m[0];
+}
+
 void est_bare_add(struct est_bare *b, const double n[2], const double sum_ns[2], const double sq_ns[2],
 		  const double prog_ns[2])
 {
@@ -164,7 +180,7 @@ void est_bare_add(struct est_bare *b, const double n[2], const double sum_ns[2],
 struct est_delay est_bare_cost(const struct est_bare *b, double share, double *delta, double *prog)
 {
 	struct est_delay c = {0, 0, 0};
-	double m[2], v[2], d, se, dp;
+	double d, se, dp;
 
 	if (delta)
 		*delta = 0;
@@ -172,14 +188,7 @@ struct est_delay est_bare_cost(const struct est_bare *b, double share, double *d
 		*prog = 0;
 	if (b->n[0] < EST_BARE_MIN || b->n[1] < EST_BARE_MIN)
 		return c;
-	for (int j = 0; j < 2; j++) {
-		m[j] = b->sum[j] / b->n[j];
-		v[j] = b->sq[j] / b->n[j] - m[j] * m[j];
-		if (!(v[j] > 0))
-			v[j] = 0;
-	}
-	d = m[0] - m[1];
-	se = sqrt(v[0] / b->n[0] + v[1] / b->n[1]);
+	d = -mean_diff(b->n, b->sum, b->sq, &se);
 	dp = b->prog[0] / b->n[0] - b->prog[1] / b->n[1];
 	if (delta)
 		*delta = d;
@@ -198,19 +207,10 @@ struct est_delay est_bare_cost(const struct est_bare *b, double share, double *d
  * stall X (s). False while too few are in (EST_RESPONSE_MIN). */
 static bool response_diff(const struct est_response *r, double *d, double *se, double *x)
 {
-	double m[2], v[2];
-
 	if (r->n[1] < EST_RESPONSE_MIN || r->n[0] < EST_RESPONSE_MIN || !(r->stalls > 0) || !(r->stall > 0))
 		return false;
-	for (int j = 0; j < 2; j++) {
-		m[j] = r->sum[j] / r->n[j];
-		v[j] = r->sq[j] / r->n[j] - m[j] * m[j];
-		if (!(v[j] > 0))
-			v[j] = 0;
-	}
 	*x = r->stall / r->stalls;
-	*d = m[1] - m[0];
-	*se = sqrt(v[0] / r->n[0] + v[1] / r->n[1]);
+	*d = mean_diff(r->n, r->sum, r->sq, se);
 	return true;
 }
 
