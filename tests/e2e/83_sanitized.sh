@@ -80,10 +80,12 @@ else
 	skip "attach-then-sigint" "no CUDA workloads (make tools)"
 fi
 
-# Python frames: CPython's memory read by BPF and by gpubpf, a launch-bound Python loop.
+# Python frames: CPython's memory read by BPF and by gpubpf, a launch-bound Python loop;
+# with bare calls (GPUBPF_BARE_EVERY): their gaps' books, the calls they stand for, and
+# the cost comment that says what their work costs the job.
 CUDART=${CUDA_HOME:-/usr/local/cuda}/lib64/libcudart.so
 if [ -e "$CUDART" ]; then
-	"$SAN" record -o "$TMP/py.pb.gz" -- python3 tests/workloads/python/launch_step.py "$CUDART" 2 \
+	GPUBPF_BARE_EVERY=8 "$SAN" record -o "$TMP/py.pb.gz" -- python3 tests/workloads/python/launch_step.py "$CUDART" 2 \
 		>"$TMP/py.log" 2>&1
 	clean "python-launch-step" $? "$TMP/py.log"
 else

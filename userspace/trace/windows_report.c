@@ -315,7 +315,7 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 {
 	struct windows_summary sum;
 	char duty[256], traps[96] = "calibrated", range[128] = "", floors[160] = "", idle[160] = "", over[256] = "",
-			work[768];
+			work[1536];
 	double probes, always, total, lo = 0, hi = 0;
 
 	windows__duty_text(gv, duty, sizeof(duty));
