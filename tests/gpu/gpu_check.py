@@ -38,7 +38,8 @@ Items (issue 12; throughput targets are issue 13's):
     spin per launch, and a launch-bound PyTorch step
   13 default mode's launch estimates against the truth: launch_loop (the thread sets the
     pace), launch_loop --device-us 20 (a full device queue does), the PyTorch loop against
-    --exact of the same length (ITERS_EST=3000)
+    --exact of the same length (ITERS_EST=3000); the self-paced ones with bare calls
+    (GPUBPF_BARE_EVERY=8): what a call's work costs the job beyond its run time (INFO)
   13 (traps) a return hit's whole cost to the job by its pace, against the trap gpubpf books:
     launch_loop --spin-us 4 and the PyTorch step (gpu_traps.py; Linux 6.13+)
   14 device time never breaks the job: the PyTorch step and launch_loop --spin-us 4 under
