@@ -205,14 +205,11 @@ static int index_calls(struct trace *t)
 	return 0;
 }
 
-long trace__find_call(struct trace *t, int pid, int tid, uint64_t ts)
+/* The first call of (PID, TID) in T's index that starts after TS (T->ncalls: none). */
+static size_t first_after(const struct trace *t, int pid, int tid, uint64_t ts)
 {
-	size_t lo = 0, hi;
+	size_t lo = 0, hi = t->ncalls;
 
-	if (!t || (t->n_indexed != t->n && index_calls(t)))
-		return -1;
-	/* the first call of (pid, tid) that starts after ts */
-	hi = t->ncalls;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -221,6 +218,16 @@ long trace__find_call(struct trace *t, int pid, int tid, uint64_t ts)
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+long trace__find_call(struct trace *t, int pid, int tid, uint64_t ts)
+{
+	size_t lo;
+
+	if (!t || (t->n_indexed != t->n && index_calls(t)))
+		return -1;
+	lo = first_after(t, pid, tid, ts);
 	/* back from there: the latest-starting call that still holds ts is the innermost;
 	 * calls nest, so a few steps back suffice */
 	for (size_t i = lo, steps = 0; i-- > 0 && steps < 64; steps++) {
@@ -236,19 +243,11 @@ long trace__find_call(struct trace *t, int pid, int tid, uint64_t ts)
 
 long trace__find_call_after(struct trace *t, int pid, int tid, uint64_t after, uint64_t before, const char *prefix)
 {
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (!t || (t->n_indexed != t->n && index_calls(t)))
 		return -1;
-	hi = t->ncalls;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (cmp_call(pid, tid, after, &t->ev[t->calls[mid]]) >= 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = first_after(t, pid, tid, after);
 	for (size_t i = lo, steps = 0; i < t->ncalls && steps < 64; i++, steps++) {
 		const struct trace_event *e = &t->ev[t->calls[i]];
 

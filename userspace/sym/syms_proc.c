@@ -32,6 +32,7 @@
 #include "syms.h"
 
 #include "syms_int.h"
+#include "vec.h"
 
 /* ---- processes --------------------------------------------------------------------- */
 
@@ -326,17 +327,9 @@ int syms__track_pid(struct syms *s, int pid)
 
 		if (procmaps__parse_line(q, (size_t)(le - q), &e))
 			goto next;
-		if (nn == capn) {
-			size_t ncap = capn ? capn * 2 : 256;
-			struct map *t = realloc(nm, ncap * sizeof(*t));
-
-			if (!t) {
-				err = -ENOMEM;
-				goto out;
-			}
-			nm = t;
-			capn = ncap;
-		}
+		err = vec__grow((void **)&nm, &capn, nn + 1, sizeof(*nm));
+		if (err)
+			goto out;
 		m.start = e.start;
 		m.end = e.end;
 		m.pgoff = e.offset;
@@ -394,17 +387,9 @@ int syms__track_pid(struct syms *s, int pid)
 			overlap = o->start < nm[j].end && nm[j].start < o->end;
 		if (overlap)
 			continue;
-		if (nn == capn) {
-			size_t ncap = capn ? capn * 2 : 256;
-			struct map *t = realloc(nm, ncap * sizeof(*t));
-
-			if (!t) {
-				err = -ENOMEM;
-				goto out;
-			}
-			nm = t;
-			capn = ncap;
-		}
+		err = vec__grow((void **)&nm, &capn, nn + 1, sizeof(*nm));
+		if (err)
+			goto out;
 		nm[nn++] = *o;
 	}
 	if (nn) {
