@@ -102,13 +102,13 @@ struct py_code *py_code_get(struct python *py, struct py_pid *pp, uint64_t addr)
 	uint64_t v;
 	size_t colen;
 	double now = py_mono_s();
+	bool fits;
 	int rerr;
 
 	/* Every field read below lies in the bytes read: the layout may be the target's own
 	 * (3.13's debug offsets), which python__parse_debug_offsets bounds to this buffer. */
 	colen = py_code_span(L);
-	if (colen > sizeof(co))
-		return NULL;
+	fits = colen <= sizeof(co); /* always, where the layouts are made; else unreadable */
 	if (hmap__get(&py->codes, (uint64_t)pp->pid, addr, 0, &v)) {
 		old = (struct py_code *)(uintptr_t)v;
 		/* Code objects die (a module's body after import) and their memory is reused
@@ -116,7 +116,7 @@ struct py_code *py_code_get(struct python *py, struct py_pid *pp, uint64_t addr)
 		 * one still lives there. A process that is gone keeps what we knew. */
 		if (now - old->checked < 0.5)
 			return old;
-		rerr = py_read(pp->pid, addr, co, colen);
+		rerr = fits ? py_read(pp->pid, addr, co, colen) : -EFAULT;
 		if (rerr ||
 		    (py_rd64(co + (L->co_qualname ? L->co_qualname : L->co_name)) == old->sig[0] &&
 		     py_rd64(co + L->co_filename) == old->sig[1] && py_rd64(co + L->co_linetable) == old->sig[2])) {
@@ -129,7 +129,8 @@ struct py_code *py_code_get(struct python *py, struct py_pid *pp, uint64_t addr)
 		return NULL;
 	c->checked = now;
 	c->version = old ? old->version + 1 : 0;
-	if ((!old && py_read(pp->pid, addr, co, colen)) || (pp->code_type && py_rd64(co + 8) != pp->code_type)) {
+	if (!fits || (!old && py_read(pp->pid, addr, co, colen)) ||
+	    (pp->code_type && py_rd64(co + 8) != pp->code_type)) {
 		c->bad = true;
 	} else {
 		uint64_t name = py_rd64(co + (L->co_qualname ? L->co_qualname : L->co_name));
