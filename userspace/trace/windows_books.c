@@ -121,10 +121,12 @@ static struct est_delay run_delay(const struct cuda_tstate *st, const struct est
 	struct est_delay d[3];
 
 	at[0] = work.mid, at[1] = work.lo, at[2] = work.hi;
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < (work.hi > 0 ? 3 : 1); k++)
 		d[k] = est_run_delay(st->calls, st->run_calls, (double)st->run_start_ns / 1e9,
 				     (double)st->last_ns / 1e9, (double)st->backlog_ns / 1e9 + at[k] * walked,
 				     (double)st->run_trap_ns / 1e9, scale, (double)st->last_cost_ns / 1e9, slept);
+	if (!(work.hi > 0))
+		return d[0]; /* no bare calls, or no cost measured: one delay, its own range */
 	return (struct est_delay){d[0].mid, d[1].lo, d[2].hi};
 }
 
