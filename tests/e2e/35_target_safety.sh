@@ -128,7 +128,7 @@ else
 fi
 
 # ---- 3. a root-only file never becomes symbol names --------------------------------------
-# (tests/unit/test_syms.c perf_map_is_the_targets_own covers the symlink, another user's
+# (tests/unit/test_syms_perfmap.c perf_map_is_the_targets_own covers the symlink, another user's
 # file and a FIFO at the perf map's path in detail; here, the whole recording.)
 mkdir -m 700 "$TMP/secret"
 printf '0 ffffffffffff ROOT_ONLY_SECRET\n' >"$TMP/secret/map"
@@ -159,7 +159,7 @@ if "$WL/cpu_jit" 0 >/dev/null 2>&1; then
 	grep -q "not reading its /tmp/perf-$victim.map" "$TMP/leak.log" && pass "refused-perf-map-said" ||
 		fail "refused-perf-map-said" "$(cat "$TMP/leak.log")"
 else
-	skip "no-root-only-file-in-profile" "cpu_jit runs on x86-64 only (tests/unit/test_syms.c checks the rule on every machine)"
+	skip "no-root-only-file-in-profile" "cpu_jit runs on x86-64 only (tests/unit/test_syms_perfmap.c checks the rule on every machine)"
 fi
 
 # ---- 4. -o never replaces a device or a FIFO; 5. profiles are private -----------------
