@@ -47,7 +47,6 @@ PY
 	perf record -e cpu-clock -F 499 -g -o "$TMP/b.data" -- /usr/bin/python3 "$TMP/mix.py" >/dev/null 2>&1
 	python3 tests/e2e/dso_compare.py python3 "$TMP/a.data" "$TMP/b.data" "$TMP/mix.pb.gz" >"$TMP/cmp.txt" 2>&1
 	noise=$(sed -n 's/^tv_perf_perf //p' "$TMP/cmp.txt")
-	d=$(sed -n 's/^tv_gpubpf_perf //p' "$TMP/cmp.txt")
 	lost=$(sed -n 's/^gpubpf_stacks_lost //p' "$TMP/cmp.txt")
 	# Samples whose stack was lost (stack map buckets taken by other stacks: 1-2% of
 	# python's ~700 distinct stacks in 2.5 s, issue 13's note) are compared apart: at most
@@ -59,8 +58,19 @@ PY
 		fail "stacks-lost-few-and-said" "lost share '${lost:-?}': $(tail -1 "$TMP/mix.log")"
 	fi
 	# a regression (lost kernel frames, samples in the wrong object) moves shares by
-	# tens of points; two perf runs differ by one or two
-	if [ -n "$d" ] && python3 -c "import sys; d, n = float('$d'), float('$noise'); sys.exit(0 if d <= max(0.05, 2 * n) else 1)"; then
+	# tens of points, in every run; two perf runs differ by one or two. One recording in
+	# some 25 clean-clone runs read 0.056 (libc 8.0% against perf's 3.3%; 23 reruns
+	# 0.008-0.037): a second recording tells such a one-off from a regression.
+	agrees() {
+		d=$(sed -n 's/^tv_gpubpf_perf //p' "$TMP/cmp.txt")
+		[ -n "$d" ] && python3 -c "import sys; d, n = float('$d'), float('$noise'); sys.exit(0 if d <= max(0.05, 2 * n) else 1)"
+	}
+	if ! agrees; then
+		echo "agrees-with-perf: first recording off ($(tr '\n' ';' <"$TMP/cmp.txt")); recording again"
+		"$GPUBPF" record --no-python -F 499 -o "$TMP/mix2.pb.gz" -- /usr/bin/python3 "$TMP/mix.py" >"$TMP/mix2.log" 2>&1
+		python3 tests/e2e/dso_compare.py python3 "$TMP/a.data" "$TMP/b.data" "$TMP/mix2.pb.gz" >"$TMP/cmp.txt" 2>&1
+	fi
+	if agrees; then
 		pass "agrees-with-perf"
 	else
 		fail "agrees-with-perf" "$(tr '\n' ';' <"$TMP/cmp.txt")"
