@@ -7,7 +7,6 @@ RSS over a long recording are read with getrusage of the gpubpf child.
 """
 import os
 import re
-import resource
 import statistics
 import subprocess
 import sys
@@ -54,18 +53,20 @@ def own_cost(name, workload, secs):
     """gpubpf's CPU time (percent of one core) and peak RSS over a recording of SECS."""
     wl = subprocess.Popen(workload, stdout=subprocess.DEVNULL)
     out = tempfile.mktemp(suffix=".pb.gz")
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
-    subprocess.run([G, "record", "-p", str(wl.pid), "-d", str(secs), "-o", out], check=True,
-                   stderr=subprocess.DEVNULL)
+    rec = subprocess.Popen([G, "record", "-p", str(wl.pid), "-d", str(secs), "-o", out],
+                           stderr=subprocess.DEVNULL)
+    # gpubpf's own rusage: RUSAGE_CHILDREN's ru_maxrss is the largest of every child waited for
+    _, status, ru = os.wait4(rec.pid, 0)
     elapsed = time.monotonic() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     wl.kill()
     wl.wait()
+    if os.waitstatus_to_exitcode(status):
+        sys.exit(f"gpubpf record -p exited {os.waitstatus_to_exitcode(status)}")
     os.unlink(out)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    cpu = ru.ru_utime + ru.ru_stime
     line = (f"{name}: gpubpf CPU {100 * cpu / elapsed:.2f}% of one core over {elapsed:.1f} s, "
-            f"peak RSS {after.ru_maxrss / 1024:.1f} MiB")
+            f"peak RSS {ru.ru_maxrss / 1024:.1f} MiB")
     print(line, flush=True)
     results.append(line)
 
