@@ -4,6 +4,13 @@
 #define _GNU_SOURCE
 #include "syms_fixture.h"
 
+/* The target's maps read again (its perf map with them), then ADDR resolved. */
+#define REREAD_RESOLVE(addr)                                                                                           \
+	do {                                                                                                           \
+		CHECKC_INT(syms__track_pid(s, ch.pid), 0);                                                             \
+		CHECKC_INT(syms__resolve_user(s, ch.pid, (addr), &r), 0);                                              \
+	} while (0)
+
 TEST(perf_map)
 {
 	char path[64];
@@ -27,8 +34,7 @@ TEST(perf_map)
 	fprintf(f, "garbage line\n");
 	fprintf(f, "%" PRIx64 " 10 jit_two\n", anon + 0x1000);
 	fclose(f);
-	CHECKC_INT(syms__track_pid(s, ch.pid), 0);
-	CHECKC_INT(syms__resolve_user(s, ch.pid, anon + 0x110, &r), 0);
+	REREAD_RESOLVE(anon + 0x110);
 	CHECKC(r.resolved);
 	CHECKC_STR(r.module, "[perf-map]");
 	CHECKC_STR(r.frames[0].func, "LazyCompile:*foo bar.js:12");
@@ -38,8 +44,7 @@ TEST(perf_map)
 	CHECKC(f);
 	fprintf(f, "0x%" PRIx64 " 0x10 jit_three\n", anon + 0x2000);
 	fclose(f);
-	CHECKC_INT(syms__track_pid(s, ch.pid), 0);
-	CHECKC_INT(syms__resolve_user(s, ch.pid, anon + 0x2008, &r), 0);
+	REREAD_RESOLVE(anon + 0x2008);
 	CHECKC_STR(r.frames[0].func, "jit_three");
 	CHECKC_INT(syms__resolve_user(s, ch.pid, anon + 0x1008, &r), 0);
 	CHECKC_STR(r.frames[0].func, "jit_two");
@@ -86,8 +91,7 @@ TEST(perf_map_is_the_targets_own)
 		unlink(path);
 		CHECKC(symlink(secret, path) == 0);
 		CHECKC(lchown(path, 65534, 65534) == 0);
-		CHECKC_INT(syms__track_pid(s, ch.pid), 0);
-		CHECKC_INT(syms__resolve_user(s, ch.pid, anon + 0x10, &r), 0);
+		REREAD_RESOLVE(anon + 0x10);
 		CHECKC(!r.resolved);
 
 		/* a hard copy that belongs to root, not to the target */
@@ -96,16 +100,14 @@ TEST(perf_map_is_the_targets_own)
 		CHECKC(f);
 		fprintf(f, "%" PRIx64 " 10000 ROOT_OWNED\n", anon);
 		fclose(f);
-		CHECKC_INT(syms__track_pid(s, ch.pid), 0);
-		CHECKC_INT(syms__resolve_user(s, ch.pid, anon + 0x10, &r), 0);
+		REREAD_RESOLVE(anon + 0x10);
 		CHECKC(!r.resolved);
 
 		/* a FIFO: refused, and without blocking on it (no writer ever comes) */
 		unlink(path);
 		CHECKC(mkfifo(path, 0666) == 0);
 		CHECKC(chown(path, 65534, 65534) == 0);
-		CHECKC_INT(syms__track_pid(s, ch.pid), 0);
-		CHECKC_INT(syms__resolve_user(s, ch.pid, anon + 0x10, &r), 0);
+		REREAD_RESOLVE(anon + 0x10);
 		CHECKC(!r.resolved);
 
 		/* its own regular file: read */
@@ -117,8 +119,7 @@ TEST(perf_map_is_the_targets_own)
 		CHECKC(f);
 		fprintf(f, "%" PRIx64 " 10000 jit_own\n", anon);
 		fclose(f);
-		CHECKC_INT(syms__track_pid(s, ch.pid), 0);
-		CHECKC_INT(syms__resolve_user(s, ch.pid, anon + 0x10, &r), 0);
+		REREAD_RESOLVE(anon + 0x10);
 		CHECKC(r.resolved);
 		CHECKC_STR(r.frames[0].func, "jit_own");
 		unlink(path);
@@ -137,8 +138,7 @@ TEST(find_symbol)
 
 	FIXTURE_BEGIN("fixture_pie");
 	leaf = kv(&ch, "leaf");
-	CHECKC_INT(syms__track_pid(s, ch.pid), 0);
-	CHECKC_INT(syms__resolve_user(s, ch.pid, leaf, &r), 0);
+	REREAD_RESOLVE(leaf);
 	CHECKC_INT(syms__find_symbol(s, ch.pid, "fixture_leaf", &path, &off), 0);
 	snprintf(want, sizeof(want), "/proc/%d/root%s/fixture_pie", ch.pid, fx_dir);
 	CHECKC_STR(path, want);
