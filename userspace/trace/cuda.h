@@ -74,6 +74,9 @@ int cuda__window_threads(struct cuda_tracer *c, int g, uint32_t id, uint32_t *ti
 int cuda__closed_threads(struct cuda_tracer *c, int g, uint32_t *tids, struct cuda_tclosed *out, int max);
 /* Entry hits on the targets so far, per group (enum cuda_group), and the time they cost
  * (nanoseconds, traps included): reads of mapped memory, no system call. */
+/* gpubpf's own CPU time in the threads that took group probes out (windows' detaches). */
+uint64_t cuda__close_cpu_ns(struct cuda_tracer *c);
+
 void cuda__group_hits(struct cuda_tracer *c, uint64_t hits[CG__COUNT]);
 void cuda__group_costs(struct cuda_tracer *c, uint64_t cost_ns[CG__COUNT]);
 /* Calls of group G between entry and return now (those with a return probe). */

@@ -37,8 +37,9 @@ struct cuda_tracer {
 	bool group_on[CG__COUNT];		 /* groups currently attached */
 	void (*on_launch)(void *arg, int event); /* cuda__on_launch_probes */
 	void *on_launch_arg;
-	_Atomic int launch_closing; /* detaches of the launch probes whose OUT is to come */
-	struct windows *win;	    /* the sampling windows: weights of drained calls (NULL: exact) */
+	_Atomic int launch_closing;    /* detaches of the launch probes whose OUT is to come */
+	_Atomic uint64_t close_cpu_ns; /* gpubpf's CPU in the detaching threads (cuda__close_cpu_ns) */
+	struct windows *win;	       /* the sampling windows: weights of drained calls (NULL: exact) */
 	struct cuda_staged *staged;
 	size_t nstaged, capstaged;
 	bool trace; /* --trace: every call timed into `timeline` */
@@ -86,7 +87,8 @@ struct close_batch {
 	_Atomic int64_t *began;
 	void (*done)(void *arg, int event); /* called with CUDA_PROBES_OUT once all are closed */
 	void *done_arg;
-	_Atomic int *pending; /* decremented after DONE */
+	_Atomic int *pending;	  /* decremented after DONE */
+	_Atomic uint64_t *cpu_ns; /* the closing thread's CPU time added (NULL: none) */
 	size_t n;
 	int fds[];
 };

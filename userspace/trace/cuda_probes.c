@@ -40,6 +40,9 @@ static void *close_fds(void *arg)
 	}
 	for (size_t i = 0; i < b->n; i++)
 		close(b->fds[i]);
+	/* what the detach cost gpubpf: this thread's whole CPU time (the governor's own_window) */
+	if (b->cpu_ns && !clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		atomic_fetch_add(b->cpu_ns, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
 	batch_done(b);
 	return NULL;
 }
@@ -58,8 +61,11 @@ void cuda_close_async(struct close_batch *b)
 	}
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&t, &a, close_fds, b) != 0)
+	if (pthread_create(&t, &a, close_fds, b) != 0) {
+		/* here, this thread's own clock is not the closes' alone */
+		b->cpu_ns = NULL;
 		close_fds(b);
+	}
 	pthread_attr_destroy(&a);
 }
 
@@ -115,6 +121,7 @@ void cuda__set_group(struct cuda_tracer *c, int g, bool on, _Atomic int64_t *beg
 			b->done = g == CG_LAUNCH ? c->on_launch : NULL;
 			b->done_arg = c->on_launch_arg;
 			b->pending = b->done ? &c->launch_closing : NULL;
+			b->cpu_ns = &c->close_cpu_ns;
 			if (b->pending)
 				atomic_fetch_add(b->pending, 1);
 		}
@@ -202,6 +209,11 @@ int cuda__closed_threads(struct cuda_tracer *c, int g, uint32_t *tids, struct cu
 		tids[n++] = key.tid;
 	}
 	return n;
+}
+
+uint64_t cuda__close_cpu_ns(struct cuda_tracer *c)
+{
+	return c ? atomic_load(&c->close_cpu_ns) : 0;
 }
 
 void cuda__group_hits(struct cuda_tracer *c, uint64_t hits[CG__COUNT])

@@ -70,9 +70,40 @@ static int every_for(const struct governor *gv, const struct gov_group *g, doubl
 	return GOV_EVERY_MAX;
 }
 
+/* Windows in parts are a refinement (one window a period is as unbiased), and each costs
+ * gpubpf's own CPU: while the windows a second of all groups together would take more than
+ * GOV_OWN_WINDOWS_MAX of a core at own_window each, the group with the most parts gets half
+ * as many, and its duty is planned again within SHARES[i] (what it was given). */
+static void hold_parts(struct governor *gv, const double *shares)
+{
+	gv->parts_held = false;
+	if (!(gv->own_window > 0) || !(gv->period > 0))
+		return;
+	for (;;) {
+		double n = 0, d;
+		int big = -1;
+
+		for (int i = 0; i < gv->ngroups; i++) {
+			const struct gov_group *g = &gv->g[i];
+
+			if (gv->exact || g->always || !(g->duty < 1))
+				continue;
+			n += (double)(g->strata > 1 ? g->strata : 1) / (g->every > 1 ? g->every : 1);
+			if (g->strata > 1 && (big < 0 || g->strata > gv->g[big].strata))
+				big = i;
+		}
+		if (big < 0 || !(n * gv->own_window / gv->period > GOV_OWN_WINDOWS_MAX))
+			return;
+		gv->g[big].strata /= 2;
+		gv->parts_held = true;
+		d = (shares[big] - fixed_cost(gv, &gv->g[big])) / full_cost(gv, &gv->g[big]);
+		gv->g[big].duty = d < gv->min_duty ? gv->min_duty : (d > 1 ? 1 : d);
+	}
+}
+
 void governor__plan(struct governor *gv)
 {
-	double left = gv->budget - gv->cpu_cost;
+	double left = gv->budget - gv->cpu_cost, shares[GOV_MAX_GROUPS] = {0};
 	bool done[GOV_MAX_GROUPS] = {false};
 	int open = 0;
 
@@ -133,10 +164,12 @@ void governor__plan(struct governor *gv)
 			d = (share - fixed_cost(gv, g)) / full_cost(gv, g);
 			g->duty = d < gv->min_duty ? gv->min_duty : (d > 1 ? 1 : d);
 			gv->floored |= d < gv->min_duty;
+			shares[i] = share;
 			done[i] = true;
 		}
 		open = 0;
 	}
+	hold_parts(gv, shares);
 }
 
 /* What group I costs the busiest thread at its planned duty (a fraction). */

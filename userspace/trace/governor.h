@@ -20,18 +20,15 @@
  * d (the attached fraction of each period) it costs that thread d * util, plus its
  * windows' fixed costs each period (their switches, first hits, probes in with no window
  * open: one window a period, or one in each of 2-8 equal parts of it where they are
- * cheap). The budget left after CPU sampling is filled like water: groups whose full
- * cost fits get d = 1 (rare ones: syncs, allocations), the rest share what remains
- * equally, never below min_duty (every call site must still show up).
- * What is spent once (device time's set-up of CUPTI at attach, its cost measurement, its
- * callbacks on between windows to name launch handles: milliseconds, at the start of a
- * session) is a debt: each plan keeps back what repays it within a period, at most half
- * the budget left after CPU sampling, until it is repaid. So is what a period's windowed
- * probes, as measured, spent over their share of the budget (governor__overspent): a plan
- * is only as good as the cost it was made from, and the first, measuring window of a job
- * that has just started reads it low (18% of a launch loop's thread, against 24-29% a
- * second later), so a short job overspent its budget by a fifth.
- * Pure arithmetic, no I/O: unit-tested. */
+ * cheap, and gpubpf's own CPU for them allows: GOV_OWN_WINDOWS_MAX). The budget left after CPU sampling is filled like
+ * water: groups whose full cost fits get d = 1 (rare ones: syncs, allocations), the rest share what remains equally,
+ * never below min_duty (every call site must still show up). What is spent once (device time's set-up of CUPTI at
+ * attach, its cost measurement, its callbacks on between windows to name launch handles: milliseconds, at the start of
+ * a session) is a debt: each plan keeps back what repays it within a period, at most half the budget left after CPU
+ * sampling, until it is repaid. So is what a period's windowed probes, as measured, spent over their share of the
+ * budget (governor__overspent): a plan is only as good as the cost it was made from, and the first, measuring window of
+ * a job that has just started reads it low (18% of a launch loop's thread, against 24-29% a second later), so a short
+ * job overspent its budget by a fifth. Pure arithmetic, no I/O: unit-tested. */
 #ifndef GPUBPF_GOVERNOR_H
 #define GPUBPF_GOVERNOR_H
 
@@ -62,6 +59,11 @@ struct gov_group {
 #define GOV_STRATA_MAX 8	     /* a power of two */
 #define GOV_STRATUM_MIN_WINDOW 0.005 /* seconds: no window shorter for strata's sake */
 #define GOV_STRATUM_MIN_PART 0.1     /* seconds: nor a part (an attach's warm-up takes up to 20 ms) */
+/* gpubpf's own CPU (a share of one core) that windows in parts may take: each window is
+ * an attach and a detach in every target and a read of its books (0.3-0.4 ms of gpubpf's
+ * CPU with four targets), and 8 parts for each of three groups took the agent from 0.6%
+ * of a core to 1.4% */
+#define GOV_OWN_WINDOWS_MAX 0.0025
 
 struct governor {
 	double budget;	     /* fraction of a thread's time, e.g. 0.01 */
@@ -77,6 +79,9 @@ struct governor {
 	double sample_cost;  /* seconds a CPU sample costs the sampled thread */
 	double min_duty;     /* floor for hot groups */
 	double min_slot;     /* seconds: the shortest window worth opening */
+	double own_window;   /* seconds of gpubpf's own CPU a window takes (0: not measured) */
+	bool parts_held;     /* out: fewer parts than the targets' budget allows, for
+			      * gpubpf's own CPU (GOV_OWN_WINDOWS_MAX) */
 	bool exact;	     /* every group always attached */
 	double once;	     /* seconds of a thread's time spent once so far (governor__spent_once) */
 	double over;	     /* seconds the windowed probes spent over their share, all periods

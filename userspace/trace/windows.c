@@ -429,6 +429,10 @@ static void new_period(struct windows *w)
 	pthread_mutex_lock(&w->lock);
 	over = governor__overspent(w->gv, CG__COUNT, windows_period_spent(w), w->period);
 	governor__repay(w->gv, w->period);
+	/* what a window costs gpubpf itself, over the recording: the window thread's work on
+	 * windows (attaches, gates, books) and the detaching threads' */
+	if (w->windows >= 4)
+		w->gv->own_window = (double)(w->own_ns + cuda__close_cpu_ns(w->c)) / 1e9 / (double)w->windows;
 	governor__plan(w->gv);
 	windows_warn_floored(w);
 	pthread_mutex_unlock(&w->lock);
@@ -465,11 +469,13 @@ static void *run(void *arg)
 		double t = windows_now(), next = t + GUARD_S;
 		bool look = atomic_exchange(&w->woken, 0);
 		struct timespec to;
+		uint64_t own0;
 
 		for (int g = 0; g < CG__COUNT; g++)
 			look = look || (w->gs[g].cur && t >= w->gs[g].look_t + GUARD_S * 0.8);
 		if (look)
 			guard_check(w, t);
+		own0 = windows_cpu_ns();
 		while (t >= w->period_start + w->period) {
 			w->period_start += w->period;
 			new_period(w);
@@ -508,6 +514,7 @@ static void *run(void *arg)
 			if (s->detach_at > 0 && s->attached)
 				next = fmin(next, t + 0.005);
 		}
+		w->own_ns += windows_cpu_ns() - own0;
 		if (w->period_start + w->period < next)
 			next = w->period_start + w->period;
 		t = windows_now();

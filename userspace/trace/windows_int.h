@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "cuda.h"
 #include "estimate.h"
@@ -127,6 +128,7 @@ struct windows {
 	struct est_bare bare[CG__COUNT];	 /* what a call's work costs the job, by bare calls */
 	unsigned bare_every;			 /* ... one in this many in a window (0: none) */
 	uint64_t windows, cuts;
+	uint64_t own_ns;	    /* gpubpf's CPU in the window thread's windows work (the governor's own_window) */
 	uint64_t late, moved;	    /* windows opened late (> LATE_S), moved past their slot */
 	uint64_t missed;	    /* segments with no window, stood in for by the next (owed) */
 	double late_s;		    /* how late those opened, in all */
@@ -140,6 +142,15 @@ struct windows {
 
 /* CLOCK_MONOTONIC in seconds: the clock of the windows, their gates and the books. */
 double windows_now(void);
+
+/* The calling thread's CPU time (ns; 0 where unknown). */
+static inline uint64_t windows_cpu_ns(void)
+{
+	struct timespec ts;
+
+	return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) ? 0
+							   : (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* Window R of group G just closed (its gate first; under w->lock): its threads' delay
  * corrections into R, what they paid into the books (tcost, ttraps), and for the

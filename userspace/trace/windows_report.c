@@ -315,7 +315,7 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 {
 	struct windows_summary sum;
 	char duty[256], traps[96] = "calibrated", range[128] = "", floors[160] = "", idle[160] = "", over[256] = "",
-			work[1536];
+			work[1536], ownw[192] = "";
 	double probes, always, total, lo = 0, hi = 0;
 
 	windows__duty_text(gv, duty, sizeof(duty));
@@ -323,6 +323,13 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 	work_text(&sum, elapsed, work, sizeof(work));
 	if (w) {
 		idle_text(w, &sum, idle, sizeof(idle));
+		if (gv->own_window > 0)
+			snprintf(
+			    ownw, sizeof(ownw),
+			    "; a window took %.3g ms of gpubpf's own CPU (its attach, detach and books), the parts "
+			    "held to %.3g%% of a CPU for it%s",
+			    1e3 * gv->own_window, 100 * GOV_OWN_WINDOWS_MAX,
+			    gv->parts_held ? ": fewer than the budget allows" : "");
 		profile__add_comment(
 		    prof,
 		    "cuda: sampled windows under a %.3g%% overhead budget: periods of %.3g s, one window per group in "
@@ -331,8 +338,9 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 		    "duty cycles: %s (allocations and name lookups always attached); counts, bytes and waits of "
 		    "windowed groups are estimates of the whole recording; windows opened late: %" PRIu64 ", by %.3g "
 		    "ms in all, and never opened: %" PRIu64 " (the next stood in for them), where gpubpf's window "
-		    "thread woke late (a loaded machine); the longest a group's probes were in with no window open: %s",
-		    budget_pct, w->period, duty, sum.late, 1e3 * sum.late_s, sum.missed, idle);
+		    "thread woke late (a loaded machine); the longest a group's probes were in with no window open: "
+		    "%s%s",
+		    budget_pct, w->period, duty, sum.late, 1e3 * sum.late_s, sum.missed, idle, ownw);
 		for (int g = 0; g < CG__COUNT; g++) {
 			if (!w->gs[g].windowed)
 				continue;
