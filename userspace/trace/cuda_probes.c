@@ -16,6 +16,7 @@
 #include "cuda_int.h"
 #include "elfsym.h"
 #include "log.h"
+#include "owncpu.h"
 #include "umulti.h"
 
 static void batch_done(struct close_batch *b)
@@ -41,8 +42,8 @@ static void *close_fds(void *arg)
 	for (size_t i = 0; i < b->n; i++)
 		close(b->fds[i]);
 	/* what the detach cost gpubpf: this thread's whole CPU time (the governor's own_window) */
-	if (b->cpu_ns && !clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
-		atomic_fetch_add(b->cpu_ns, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
+	if (b->cpu_ns)
+		atomic_fetch_add(b->cpu_ns, owncpu_thread_ns());
 	batch_done(b);
 	return NULL;
 }

@@ -20,15 +20,19 @@
  * d (the attached fraction of each period) it costs that thread d * util, plus its
  * windows' fixed costs each period (their switches, first hits, probes in with no window
  * open: one window a period, or one in each of 2-8 equal parts of it where they are
- * cheap, and gpubpf's own CPU for them allows: GOV_OWN_WINDOWS_MAX). The budget left after CPU sampling is filled like
- * water: groups whose full cost fits get d = 1 (rare ones: syncs, allocations), the rest share what remains equally,
- * never below min_duty (every call site must still show up). What is spent once (device time's set-up of CUPTI at
- * attach, its cost measurement, its callbacks on between windows to name launch handles: milliseconds, at the start of
- * a session) is a debt: each plan keeps back what repays it within a period, at most half the budget left after CPU
- * sampling, until it is repaid. So is what a period's windowed probes, as measured, spent over their share of the
- * budget (governor__overspent): a plan is only as good as the cost it was made from, and the first, measuring window of
- * a job that has just started reads it low (18% of a launch loop's thread, against 24-29% a second later), so a short
- * job overspent its budget by a fifth. Pure arithmetic, no I/O: unit-tested. */
+ * cheap, and gpubpf's own CPU for them allows: GOV_OWN_WINDOWS_MAX). The budget left
+ * after CPU sampling is filled like water: groups whose full cost fits get d = 1 (rare
+ * ones: syncs, allocations), the rest share what remains equally, never below min_duty
+ * (every call site must still show up).
+ * What is spent once (device time's set-up of CUPTI at attach, its cost measurement, its
+ * callbacks on between windows to name launch handles: milliseconds, at the start of a
+ * session) is a debt: each plan keeps back what repays it within a period, at most half
+ * the budget left after CPU sampling, until it is repaid. So is what a period's windowed
+ * probes, as measured, spent over their share of the budget (governor__overspent): a plan
+ * is only as good as the cost it was made from, and the first, measuring window of a job
+ * that has just started reads it low (18% of a launch loop's thread, against 24-29% a
+ * second later), so a short job overspent its budget by a fifth.
+ * Pure arithmetic, no I/O: unit-tested. */
 #ifndef GPUBPF_GOVERNOR_H
 #define GPUBPF_GOVERNOR_H
 

@@ -23,6 +23,19 @@
 #define GPUBPF_OWNCPU_H
 
 #include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+/* The calling thread's CPU time (ns; 0 where unknown): what a piece of gpubpf's own work
+ * took of it (a window's, governor.h's own_window). */
+static inline uint64_t owncpu_thread_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* One look: seconds each. */
 struct owncpu_snap {

@@ -21,6 +21,7 @@
 #include "cuda.h"
 #include "hmap.h"
 #include "log.h"
+#include "owncpu.h"
 #include "profile.h"
 #include "readfile.h"
 #include "windows.h"
@@ -475,7 +476,7 @@ static void *run(void *arg)
 			look = look || (w->gs[g].cur && t >= w->gs[g].look_t + GUARD_S * 0.8);
 		if (look)
 			guard_check(w, t);
-		own0 = windows_cpu_ns();
+		own0 = owncpu_thread_ns();
 		while (t >= w->period_start + w->period) {
 			w->period_start += w->period;
 			new_period(w);
@@ -514,7 +515,7 @@ static void *run(void *arg)
 			if (s->detach_at > 0 && s->attached)
 				next = fmin(next, t + 0.005);
 		}
-		w->own_ns += windows_cpu_ns() - own0;
+		w->own_ns += owncpu_thread_ns() - own0;
 		if (w->period_start + w->period < next)
 			next = w->period_start + w->period;
 		t = windows_now();

@@ -9,7 +9,6 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <time.h>
 
 #include "cuda.h"
 #include "estimate.h"
@@ -142,15 +141,6 @@ struct windows {
 
 /* CLOCK_MONOTONIC in seconds: the clock of the windows, their gates and the books. */
 double windows_now(void);
-
-/* The calling thread's CPU time (ns; 0 where unknown). */
-static inline uint64_t windows_cpu_ns(void)
-{
-	struct timespec ts;
-
-	return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) ? 0
-							   : (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Window R of group G just closed (its gate first; under w->lock): its threads' delay
  * corrections into R, what they paid into the books (tcost, ttraps), and for the
