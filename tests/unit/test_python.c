@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: MIT
-/* The pure parts of userspace/trace/python.c: line tables, the native/Python merge, and the
- * 3.13 debug offsets parser. The BPF walk and the decoder run in tests/e2e/90_python.sh. */
+/* The pure parts of userspace/trace/python.c: line tables, the native/Python merge, the
+ * 3.13 debug offsets parser, and the interpreter's scan remembered per file. The BPF walk
+ * and the decoder run in tests/e2e/90_python.sh. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "python.h"
 #include "python_int.h"
@@ -247,6 +252,47 @@ TEST(debug_offsets_313)
 	CHECK_INT(python__parse_debug_offsets(buf, sizeof(buf), &L), -EINVAL);
 }
 
+/* The host's python3 (a dependency of the tests): scanned once, then remembered for any
+ * mapping of it; a file that is not the same (ctime) scanned again, a native program's
+ * "no interpreter" remembered too. */
+TEST(scan_remembered)
+{
+	struct python py = {0};
+	struct py_syms direct, a, b;
+	struct stat st, self_st, lie;
+	int fd = open("/usr/bin/python3", O_RDONLY | O_CLOEXEC), self = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+
+	CHECK(fd >= 0 && self >= 0 && fstat(fd, &st) == 0 && fstat(self, &self_st) == 0);
+	CHECK_INT(py_scan_interp(fd, 0x555500000000ull, 0, &direct), 0);
+	CHECK(direct.runtime && direct.eval && direct.nranges > 0);
+	CHECK_INT(py_scan_file(&py, fd, &st, 0x555500000000ull, 0, &a), 0);
+	CHECK(!memcmp(&a, &direct, sizeof(a)));
+	CHECK_INT((int)py.scans.len, 1);
+	/* from the memo: another mapping's bias, the same symbols; the fd is not read (here it
+	 * is not even the file) */
+	CHECK_INT(py_scan_file(&py, self, &st, 0x7f0000000000ull, 0, &b), 0);
+	CHECK(b.bias == direct.bias - 0x555500000000ull + 0x7f0000000000ull);
+	CHECK(b.runtime == direct.runtime && b.nranges == direct.nranges &&
+	      !memcmp(b.ranges, direct.ranges, sizeof(b.ranges)));
+	/* the same inode changed since: scanned again (this fd holds no interpreter) */
+	lie = st;
+	lie.st_ctim.tv_nsec ^= 1;
+	CHECK_INT(py_scan_file(&py, self, &lie, 0x7f0000000000ull, 0, &b), -ENOENT);
+	CHECK_INT(py_scan_file(&py, fd, &lie, 0x7f0000000000ull, 0, &b), -ENOENT); /* remembered */
+	CHECK_INT((int)py.scans.len, 1);
+	CHECK_INT(py_scan_file(&py, self, &self_st, 0, 0, &b), -ENOENT);
+	CHECK_INT((int)py.scans.len, 2);
+	/* a full memo is forgotten whole */
+	for (int i = 0; i < PY_SCANS_MAX; i++) {
+		lie.st_ino = (ino_t)(1000000 + i);
+		CHECK(py_scan_file(&py, self, &lie, 0, 0, &b) == -ENOENT);
+	}
+	CHECK((int)py.scans.len <= PY_SCANS_MAX && py.scans.len > 0);
+	py_scans_clear(&py);
+	close(fd);
+	close(self);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -258,5 +304,6 @@ int main(int argc, char **argv)
 	RUN(merge_no_eval);
 	RUN(merge_more_evals_than_groups);
 	RUN(debug_offsets_313);
+	RUN(scan_remembered);
 	return T_END();
 }

@@ -19,6 +19,7 @@
 #include "elfsym.h"
 #include "hmap.h"
 #include "log.h"
+#include "mapsnap.h"
 #include "procmaps.h"
 #include "procroot.h"
 #include "procs.h"
@@ -133,11 +134,10 @@ static int verdict_of(struct agent_select *sel, int fd, uint64_t dev, uint64_t i
 
 static bool maps_cuda(struct agent_select *sel, int pid)
 {
-	char mpath[64], *buf, *line, *save = NULL;
+	char *buf, *line, *save = NULL;
 	bool cuda = false;
 
-	snprintf(mpath, sizeof(mpath), "/proc/%d/maps", pid);
-	buf = readfile__path(mpath, MAPS_MAX, true, NULL);
+	buf = mapsnap__read(pid, MAPS_MAX, true, NULL);
 	if (!buf)
 		return false;
 	for (line = strtok_r(buf, "\n", &save); line && !cuda; line = strtok_r(NULL, "\n", &save)) {

@@ -8,24 +8,16 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "mapsnap.h"
 #include "objscan.h"
 #include "procmaps.h"
 #include "procroot.h"
-#include "readfile.h"
 
 #define MAPS_MAX_BYTES (64u << 20)
 
-static char *read_maps(int pid)
-{
-	char mpath[64];
-
-	snprintf(mpath, sizeof(mpath), "/proc/%d/maps", pid);
-	return readfile__path(mpath, MAPS_MAX_BYTES, true, NULL);
-}
-
 int objscan__pid(int pid, int key_pid, struct hmap *seen, objscan_fn cb, void *ctx)
 {
-	char *buf = read_maps(pid), *line, *save = NULL;
+	char *buf = mapsnap__read(pid, MAPS_MAX_BYTES, true, NULL), *line, *save = NULL;
 
 	if (!buf)
 		return -errno;

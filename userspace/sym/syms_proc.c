@@ -25,10 +25,10 @@
 #include "hmap.h"
 #include "kallsyms.h"
 #include "log.h"
+#include "mapsnap.h"
 #include "perfmap.h"
 #include "procmaps.h"
 #include "procroot.h"
-#include "readfile.h"
 #include "syms.h"
 
 #include "syms_int.h"
@@ -277,7 +277,7 @@ int syms__track_pid(struct syms *s, int pid)
 
 	if (!s || pid <= 0)
 		return -EINVAL;
-	buf = sy_read_proc_file(pid, "maps", MAPS_MAX_BYTES, &len);
+	buf = mapsnap__read(pid, MAPS_MAX_BYTES, false, &len);
 	if (!buf)
 		return errno == ENOENT || errno == ESRCH ? -ESRCH : -errno;
 	if (!len) {

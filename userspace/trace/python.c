@@ -19,11 +19,11 @@
 #include "../../bpf/python.h"
 #include "hmap.h"
 #include "log.h"
+#include "mapsnap.h"
 #include "procmaps.h"
 #include "procroot.h"
 #include "procs.h"
 #include "python.h"
-#include "readfile.h"
 #include "session.h"
 
 #include "python_int.h"
@@ -237,7 +237,7 @@ void py_say(struct python *py, int pid, const char *what)
 
 int python__track(struct python *py, int pid)
 {
-	char path[64], *buf, *line, *save = NULL, msg[256];
+	char *buf, *line, *save = NULL, msg[256];
 	struct py_pid *pp;
 	struct py_syms ps;
 	struct py_proc v = {0};
@@ -250,8 +250,7 @@ int python__track(struct python *py, int pid)
 	pp = py_pid_get(py, pid, true);
 	if (!pp)
 		return -ENOMEM;
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	buf = readfile__path(path, PY_MAPS_MAX, true, NULL);
+	buf = mapsnap__read(pid, PY_MAPS_MAX, true, NULL);
 	if (!buf)
 		return 0; /* gone */
 	/* The interpreter is the main executable (static) or a libpython: look at the
@@ -275,7 +274,7 @@ int python__track(struct python *py, int pid)
 		fd = procroot__open(pid, obj, &(struct procroot_rule){.same_file = true, .ino = (ino_t)e.inode});
 		if (fd < 0)
 			continue;
-		if (fstat(fd, &stt) == 0 && py_scan_interp(fd, e.start, e.offset, &ps) == 0) {
+		if (fstat(fd, &stt) == 0 && py_scan_file(py, fd, &stt, e.start, e.offset, &ps) == 0) {
 			found = true;
 			pp->interp_dev = stt.st_dev;
 			pp->interp_ino = stt.st_ino;
@@ -378,6 +377,7 @@ void python__free(struct python *py)
 	hmap__clear(&py->codes);
 	hmap__clear(&py->locs);
 	hmap__clear(&py->roots);
+	py_scans_clear(py);
 	if (py->procs_fd > 0)
 		close(py->procs_fd);
 	if (py->tstates_fd > 0)

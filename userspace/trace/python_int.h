@@ -21,6 +21,7 @@
 #define PY_CODE_READ 1024	/* bytes of a code object read, its fields in them */
 #define PY_MAPS_MAX (16u << 20) /* bytes of /proc/PID/maps */
 #define PY_MAX_RANGES 64	/* interpreter functions with a role */
+#define PY_SCANS_MAX 256	/* files whose scan is remembered; past it all are forgotten */
 
 /* The frame owner that marks the C stack's shim frame at the base of each
  * _PyEval_EvalFrameDefault call in 3.12+ (FRAME_OWNED_BY_CSTACK). */
@@ -66,6 +67,7 @@ struct python {
 	struct hmap codes; /* (pid, code address) -> struct py_code * */
 	struct hmap locs;  /* (pid, code address, line) -> location id */
 	struct hmap roots; /* pids named or started by the user: say why they get no Python */
+	struct hmap scans; /* (dev, inode, mapping offset) -> struct py_scan * */
 	struct python_stats st;
 	uint32_t unknown_loc, trunc_loc; /* "[python code]" and "[truncated]" locations */
 };
@@ -88,6 +90,10 @@ uint32_t py_rd32(const uint8_t *p);
 /* ---- python_maps.c ---- */
 
 int py_scan_interp(int fd, uint64_t map_start, uint64_t map_off, struct py_syms *ps);
+struct stat;
+int py_scan_file(struct python *py, int fd, const struct stat *st, uint64_t map_start, uint64_t map_off,
+		 struct py_syms *ps);
+void py_scans_clear(struct python *py);
 int py_read_maps(struct py_pid *pp);
 uint8_t py_role_of(struct py_pid *pp, uint64_t addr, bool *reread);
 

@@ -22,11 +22,11 @@
 #include "../../bpf/python.h"
 #include "hmap.h"
 #include "log.h"
+#include "mapsnap.h"
 #include "procmaps.h"
 #include "procroot.h"
 #include "procs.h"
 #include "python.h"
-#include "readfile.h"
 #include "session.h"
 
 #include "python_int.h"
@@ -144,17 +144,74 @@ out:
 	return err;
 }
 
+/* A file's scan, with the bias of a mapping at 0: each process that maps the file (every
+ * fork, every exec of the interpreter) and each change of a process's link map (two a
+ * dlopen: an interpreter importing 50 extension modules is tracked 100 times) would scan
+ * its symbols again, 0.2-0.5 ms for a distribution's python3 and more for one with its
+ * whole .symtab, while the process is held (procs.c). The file is the same while its
+ * size and its ctime (set by every write, and by no call a user can make to set it back)
+ * are. */
+struct py_scan {
+	int64_t size, ctime_s, ctime_ns;
+	int err;
+	struct py_syms ps;
+};
+
+void py_scans_clear(struct python *py)
+{
+	hmap_for_each(&py->scans, e) free((void *)(uintptr_t)e->val);
+	hmap__clear(&py->scans);
+}
+
+int py_scan_file(struct python *py, int fd, const struct stat *st, uint64_t map_start, uint64_t map_off,
+		 struct py_syms *ps)
+{
+	struct py_scan *m = NULL;
+	uint64_t v;
+	int err;
+
+	if (hmap__get(&py->scans, (uint64_t)st->st_dev, (uint64_t)st->st_ino, map_off, &v)) {
+		m = (struct py_scan *)(uintptr_t)v;
+		if (m->size == (int64_t)st->st_size && m->ctime_s == (int64_t)st->st_ctim.tv_sec &&
+		    m->ctime_ns == (int64_t)st->st_ctim.tv_nsec) {
+			*ps = m->ps;
+			ps->bias += map_start;
+			return m->err;
+		}
+	}
+	err = py_scan_interp(fd, 0, map_off, ps);
+	if (err && err != -ENOENT && err != -ENOEXEC)
+		return err; /* not the file's: nothing to remember */
+	if (!m) {
+		if (py->scans.len >= PY_SCANS_MAX)
+			py_scans_clear(py);
+		m = malloc(sizeof(*m));
+		if (m && hmap__put(&py->scans, (uint64_t)st->st_dev, (uint64_t)st->st_ino, map_off, (uintptr_t)m)) {
+			free(m);
+			m = NULL;
+		}
+	}
+	if (m) {
+		m->size = (int64_t)st->st_size;
+		m->ctime_s = (int64_t)st->st_ctim.tv_sec;
+		m->ctime_ns = (int64_t)st->st_ctim.tv_nsec;
+		m->err = err;
+		m->ps = *ps;
+	}
+	ps->bias += map_start;
+	return err;
+}
+
 /* ---- /proc/PID/maps ---- */
 
 /* Refresh pp's executable mappings (roles INTERP for the interpreter's file). */
 int py_read_maps(struct py_pid *pp)
 {
-	char path[64], *buf, *line, *save = NULL;
+	char *buf, *line, *save = NULL;
 	struct py_range *m = NULL;
 	int n = 0, cap = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", pp->pid);
-	buf = readfile__path(path, PY_MAPS_MAX, true, NULL);
+	buf = mapsnap__read(pp->pid, PY_MAPS_MAX, true, NULL);
 	if (!buf)
 		return -errno ? -errno : -ENOENT;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
