@@ -64,6 +64,20 @@ struct {
 /* Events lost because the ring buffer was full; userspace reports it. */
 __u64 lost_events = 0;
 
+/* Where each target's dynamic linker keeps its r_state (tgid -> address; set by userspace,
+ * userspace/trace/dlstate.h): a dlopen's or dlclose's first call of _dl_debug_state
+ * (RT_ADD, RT_DELETE: nothing mapped or unmapped yet; the second, RT_CONSISTENT, follows)
+ * is let go here, neither stopped nor reported, and counted. Gone at exec (another
+ * address space) and exit. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} rstate_at SEC(".maps");
+
+__u64 loads_passed = 0;
+
 #define SIGSTOP 19
 
 /* Stop the current process if it is ours to hold. Noted in `held` before the signal, so
@@ -137,6 +151,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	/* The command gpubpf started becomes a target proper here: before, it ran gpubpf. */
 	if (flags && (*flags & TARGET_PREEXEC))
 		*flags &= ~(__u32)TARGET_PREEXEC;
+	bpf_map_delete_elem(&rstate_at, &tgid);
 	if (is_target(tgid))
 		emit_paused(PROC_EV_EXEC, tgid, 0, true);
 	return 0;
@@ -148,9 +163,17 @@ SEC("uprobe")
 int on_dl_debug_state(struct pt_regs *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 *at;
+	__s32 state;
 
-	if (is_target(tgid))
-		emit_paused(PROC_EV_LOAD, tgid, 0, true);
+	if (!is_target(tgid))
+		return 0;
+	at = bpf_map_lookup_elem(&rstate_at, &tgid);
+	if (at && !bpf_probe_read_user(&state, sizeof(state), (const void *)*at) && (state == 1 || state == 2)) {
+		__sync_fetch_and_add(&loads_passed, 1);
+		return 0;
+	}
+	emit_paused(PROC_EV_LOAD, tgid, 0, true);
 	return 0;
 }
 
@@ -169,6 +192,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	/* Only the last thread of the group: signal->live drops to 0 before this fires. */
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;
+	bpf_map_delete_elem(&rstate_at, &tgid);
 	if (!is_target(tgid))
 		return 0;
 	emit(PROC_EV_EXIT, tgid, 0);

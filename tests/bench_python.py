@@ -1,18 +1,25 @@
 #!/usr/bin/env python3
 """Python frames: the extra cost per CPU sample, measured by the kernel itself
 (kernel.bpf_stats_enabled: run time and run count of the sampling program) while gpubpf
-records a CPU-bound Python workload, with Python frames and with --no-python."""
+records a CPU-bound Python workload, with Python frames and with --no-python. And a
+Python start-up's loads: the imports of every lib-dynload module alone and under
+`gpubpf record --` in turn, the time they lost beside the holds gpubpf says it made."""
 import json
 import os
+import re
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 BUILD = os.environ.get("BUILD", "build")
 G = os.path.join(BUILD, "gpubpf")
 PY = "/usr/bin/python3"
 WL = os.path.join(os.path.dirname(__file__), "workloads", "python", "ratio.py")
+IMPORTS = os.path.join(os.path.dirname(__file__), "workloads", "python", "imports.py")
 SECS = 6
+RUNS = int(os.environ.get("BENCH_RUNS", "9"))
 
 
 def prog_stats():
@@ -38,6 +45,34 @@ def per_sample(extra):
     return (t1 - t0) / (n1 - n0) if n1 > n0 else float("nan"), n1 - n0
 
 
+def imports_time(cmd):
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
+    return float(re.search(r"imported \d+ in ([0-9.]+) s", out).group(1))
+
+
+def start_up():
+    """The imports alone and under gpubpf, alternating: medians, every run, and beside the
+    time lost the holds gpubpf's comment gives (its own account of that time)."""
+    out = tempfile.mktemp(suffix=".pb.gz")
+    alone, under, held, passed = [], [], [], []
+    for _ in range(RUNS):
+        alone.append(imports_time([PY, IMPORTS]))
+        under.append(imports_time([G, "record", "-o", out, "--", PY, IMPORTS]))
+        c = subprocess.run([G, "report", out], check=True, stdout=subprocess.PIPE, text=True).stdout
+        m = re.search(r"held (\d+) times .*?: ([0-9.]+) ms in all.*?; (\d+) more calls", c)
+        held.append(float(m.group(2)) if m else float("nan"))
+        passed.append(int(m.group(3)) if m else -1)
+    os.unlink(out)
+    a, u = statistics.median(alone), statistics.median(under)
+    print(f"5s. python start-up (tests/workloads/python/imports.py: every lib-dynload module imported, "
+          f"each a dlopen), `record --`: alone {1e3 * a:.0f} ms, with gpubpf {1e3 * u:.0f} ms, ratio {u / a:.2f} "
+          f"(median of {RUNS} alternating runs); gpubpf said its holds took {statistics.median(held):.0f} ms "
+          f"(whole run, exec included), measured +{1e3 * (u - a):.0f} ms in the imports; "
+          f"{statistics.median(passed):.0f} first calls of a load let go with no hold; runs alone "
+          f"{' '.join(f'{1e3 * x:.0f}' for x in alone)}, with {' '.join(f'{1e3 * x:.0f}' for x in under)} ms",
+          flush=True)
+
+
 def main():
     if not os.path.exists(PY) or not os.path.exists(WL):
         print("python frames: skipped (no /usr/bin/python3)")
@@ -54,6 +89,7 @@ def main():
     print(f"5. python frames: the CPU sampling program takes {on:.0f} ns a sample with Python frames and "
           f"{off:.0f} ns with --no-python ({on - off:+.0f} ns a sample; {n_on} and {n_off} samples of "
           f"tests/workloads/python/ratio.py, kernel bpf_stats)", flush=True)
+    start_up()
 
 
 main()

@@ -74,6 +74,16 @@ else
 	fail "dl-cmd:record-exit0" "$(tail -3 "$TMP/dl-cmd.log" | tr '\n' ';')"
 fi
 check_dlopen dl-cmd "$out" "$TMP/dl-cmd.log"
+# The command was held at its exec and at each load's second call of _dl_debug_state
+# (RT_CONSISTENT), and let go with no hold at each load's first (RT_ADD: the dynamic
+# linker's r_state, read by the BPF side): the launches above were all counted all the same.
+holds=$(grep -m1 'Comment: cost: holds' "$TMP/dl-cmd/raw")
+echo "dl-cmd: $holds"
+if [[ $holds =~ held\ ([0-9]+)\ times.*\ ([0-9]+)\ more\ calls ]] && ((BASH_REMATCH[1] >= 2 && BASH_REMATCH[2] >= 1)); then
+	pass "dl-cmd:holds-said-first-calls-let-go"
+else
+	fail "dl-cmd:holds-said-first-calls-let-go" "want held >= 2 times and >= 1 call let go: ${holds:-no holds comment}"
+fi
 
 # -p, calls 200 ms after dlopen(): gpubpf learns of the load from the dynamic linker
 # (_dl_debug_state) and rescans at once, well within the one second the contract allows.

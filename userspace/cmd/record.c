@@ -66,6 +66,7 @@ static void add_comments(struct engine *e)
 	const struct cpu_stats *st = &e->st;
 	const struct cuda_stats *cs = &e->cs;
 	char cmd[1024], own[1024];
+	struct procs_holds holds;
 	size_t off = 0;
 
 	cmd[0] = '\0';
@@ -104,6 +105,17 @@ static void add_comments(struct engine *e)
 	profile__add_comment(s->prof, "cost: %s", own);
 	switches__text(&e->sw, e->elapsed, own, sizeof(own));
 	profile__add_comment(s->prof, "cost: %s", own);
+	procs__holds(s->procs, &holds);
+	if (holds.n)
+		profile__add_comment(s->prof,
+				     "cost: holds: the started command and its children were held %llu times (at "
+				     "each exec, and each change of their objects) until gpubpf had read their "
+				     "objects and put its probes in: %.1f ms in all, the longest %.1f ms (start-up "
+				     "time, not in the estimated overhead); %llu more calls of the dynamic linker, "
+				     "a dlopen's or dlclose's first (before it maps or unmaps anything), let go with "
+				     "no hold",
+				     (unsigned long long)holds.n, (double)holds.total_ns / 1e6,
+				     (double)holds.max_ns / 1e6, (unsigned long long)holds.passed);
 }
 
 /* pprof's "File:" is its first mapping: the program the user named or started, whether

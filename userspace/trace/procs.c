@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -16,7 +17,9 @@
 #include "hmap.h"
 #include "holdguard.h"
 #include "links.h"
+#include "dlstate.h"
 #include "log.h"
+#include "mapsnap.h"
 #include "procs.h"
 #include "stacks.h"
 #include "procs.skel.h"
@@ -27,6 +30,7 @@ struct proc_ent {
 	int pid;
 	bool alive;
 	bool root;
+	uint64_t rstate_at; /* its dynamic linker's r_state (dlstate.h), 0: not known */
 };
 
 struct procs {
@@ -62,9 +66,11 @@ struct procs {
 	 * more than one that starts one. */
 	struct linkset links;
 	struct hmap dl_files; /* (dev, inode, 0) -> 1 */
+	struct dlstate dl;
 	bool warned_dl;
 	struct holdguard guard; /* resumes held processes if gpubpf dies (-- only) */
-	procs_watch_fn watch;	/* host_wide: events of processes that are not targets */
+	struct procs_holds holds;
+	procs_watch_fn watch; /* host_wide: events of processes that are not targets */
 	void *watch_ctx;
 	unsigned refreshes;
 };
@@ -142,7 +148,47 @@ void procs__set_watch(struct procs *p, procs_watch_fn cb, void *ctx)
 
 void procs__rescan(struct procs *p, int pid)
 {
+	mapsnap__begin();
 	changed(p, pid);
+	mapsnap__end();
+}
+
+/* Where PID's dynamic linker keeps its r_state, from the maps its event's handlers read:
+ * for the BPF side, which lets a dlopen's first call go by it (dlstate.h). */
+static void learn_rstate(struct procs *p, int pid)
+{
+	struct proc_ent *e = find(p, pid); /* the handlers may have added entries */
+	__u32 key = (__u32)pid;
+	char *maps;
+
+	if (!e || e->rstate_at || !p->dl.files.len)
+		return;
+	maps = mapsnap__read(pid, 64u << 20, true, NULL);
+	e->rstate_at = dlstate__addr(&p->dl, maps);
+	free(maps);
+	if (e->rstate_at && bpf_map_update_elem(bpf_map__fd(p->skel->maps.rstate_at), &key, &e->rstate_at, BPF_ANY))
+		e->rstate_at = 0;
+}
+
+/* A hold that began at AT_NS (the BPF clock: CLOCK_MONOTONIC) ended now. */
+static void held(struct procs *p, uint64_t at_ns)
+{
+	struct timespec ts;
+	uint64_t now, d;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	d = now > at_ns ? now - at_ns : 0;
+	p->holds.n++;
+	p->holds.total_ns += d;
+	if (d > p->holds.max_ns)
+		p->holds.max_ns = d;
+}
+
+void procs__holds(const struct procs *p, struct procs_holds *out)
+{
+	*out = p->holds;
+	out->passed = __atomic_load_n(&p->skel->bss->loads_passed, __ATOMIC_RELAXED);
 }
 
 static int on_event(void *ctx, void *data, size_t len)
@@ -154,6 +200,8 @@ static int on_event(void *ctx, void *data, size_t len)
 
 	if (len < sizeof(*ev))
 		return 0;
+	/* the watcher and the handlers read the process's maps once (mapsnap.h) */
+	mapsnap__begin();
 	if (!watched(p, ev))
 		goto resume;
 	switch (ev->type) {
@@ -167,6 +215,7 @@ static int on_event(void *ctx, void *data, size_t len)
 		if (p->on_task.cb)
 			p->on_task.cb(p->on_task.ctx, (int)ev->pid);
 		changed(p, (int)ev->pid);
+		learn_rstate(p, (int)ev->pid);
 		break;
 	case PROC_EV_THREAD:
 		if (p->on_task.cb)
@@ -174,14 +223,19 @@ static int on_event(void *ctx, void *data, size_t len)
 		break;
 	case PROC_EV_EXEC:
 	case PROC_EV_LOAD:
+		e = find(p, (int)ev->pid);
 		pr_debug("pid %u %s (%.16s)%s", ev->pid, ev->type == PROC_EV_EXEC ? "exec'd" : "loaded objects",
 			 ev->comm, ev->paused ? ", held until probed" : "");
-		if (!find(p, (int)ev->pid) && !add_ent(p, (int)ev->pid, false)) {
+		e = e ? e : add_ent(p, (int)ev->pid, false);
+		if (!e) {
 			err = -ENOMEM;
 			break;
 		}
+		if (ev->type == PROC_EV_EXEC)
+			e->rstate_at = 0; /* another address space */
 		track(p, (int)ev->pid);
 		changed(p, (int)ev->pid);
+		learn_rstate(p, (int)ev->pid);
 		break;
 	case PROC_EV_EXIT:
 		e = find(p, (int)ev->pid);
@@ -193,9 +247,12 @@ static int on_event(void *ctx, void *data, size_t len)
 		break;
 	}
 resume:
+	mapsnap__end();
 	/* Whatever happened above, a process we stopped runs on. */
-	if (ev->paused)
+	if (ev->paused) {
 		holdguard__resume((pid_t)ev->pid);
+		held(p, ev->ts_ns);
+	}
 	return err;
 }
 
@@ -253,6 +310,10 @@ int procs__attach_dl_state(struct procs *p, int fd, uint64_t offset)
 		bpf_link__destroy(l);
 		return -ENOMEM;
 	}
+	err = dlstate__add_file(&p->dl, fd);
+	if (err)
+		pr_debug("no r_state in this dynamic linker (each call of its _dl_debug_state is read as a load): %s",
+			 strerror(-err));
 	return 0;
 }
 
@@ -332,6 +393,7 @@ void procs__free(struct procs *p)
 	ring_buffer__free(p->rb);
 	procs_bpf__destroy(p->skel);
 	hmap__clear(&p->dl_files);
+	dlstate__free(&p->dl);
 	free(p->ents);
 	free(p);
 }

@@ -93,6 +93,15 @@ void procs__set_watch(struct procs *p, procs_watch_fn cb, void *ctx);
  * a target added with procs__add_pid() once the tracers are set up. */
 void procs__rescan(struct procs *p, int pid);
 
+/* What the holds cost the started command and its children: each exec and each change of
+ * their link map (two a dlopen) stops the process until gpubpf has read its objects and
+ * put its probes in (from the event to the resume, by the monotonic clock). */
+struct procs_holds {
+	uint64_t n, total_ns, max_ns;
+	uint64_t passed; /* not held: a dlopen's or dlclose's first call, let go (dlstate.h) */
+};
+void procs__holds(const struct procs *p, struct procs_holds *out);
+
 /* Counters for the status line. */
 int procs__num_live(const struct procs *p);
 unsigned long long procs__lost_events(const struct procs *p);
