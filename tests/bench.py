@@ -11,7 +11,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+import bench_own
 
 BUILD = os.environ.get("BUILD", "build")
 G = os.path.join(BUILD, "gpubpf")
@@ -51,22 +52,8 @@ def side_by_side(name, workload, record_args, target):
 
 def own_cost(name, workload, secs):
     """gpubpf's CPU time (percent of one core) and peak RSS over a recording of SECS."""
-    wl = subprocess.Popen(workload, stdout=subprocess.DEVNULL)
-    out = tempfile.mktemp(suffix=".pb.gz")
-    t0 = time.monotonic()
-    rec = subprocess.Popen([G, "record", "-p", str(wl.pid), "-d", str(secs), "-o", out],
-                           stderr=subprocess.DEVNULL)
-    # gpubpf's own rusage: RUSAGE_CHILDREN's ru_maxrss is the largest of every child waited for
-    _, status, ru = os.wait4(rec.pid, 0)
-    elapsed = time.monotonic() - t0
-    wl.kill()
-    wl.wait()
-    if os.waitstatus_to_exitcode(status):
-        sys.exit(f"gpubpf record -p exited {os.waitstatus_to_exitcode(status)}")
-    os.unlink(out)
-    cpu = ru.ru_utime + ru.ru_stime
-    line = (f"{name}: gpubpf CPU {100 * cpu / elapsed:.2f}% of one core over {elapsed:.1f} s, "
-            f"peak RSS {ru.ru_maxrss / 1024:.1f} MiB")
+    cpu, rss, elapsed = bench_own.own_cost(G, workload, secs, tempfile.mktemp(suffix=".pb.gz"))
+    line = f"{name}: gpubpf CPU {cpu:.2f}% of one core over {elapsed:.1f} s, peak RSS {rss:.1f} MiB"
     print(line, flush=True)
     results.append(line)
 

@@ -37,6 +37,8 @@ import sys
 import tempfile
 import time
 
+import bench_own
+
 BUILD = os.environ.get("BUILD", "build")
 CUDA_HOME = os.environ.get("CUDA_HOME", "/usr/local/cuda")
 G = os.path.join(BUILD, "gpubpf")
@@ -410,25 +412,10 @@ def mixed(out):
 
 
 def own_cost(out):
-    wl = subprocess.Popen([os.path.join(CW, "launch_loop"), "--seconds", str(OWN_SECS + 5)],
-                          stdout=subprocess.DEVNULL)
-    time.sleep(0.3)
-    t0 = time.monotonic()
-    rec = subprocess.Popen([G, "record", "-p", str(wl.pid), "-d", str(OWN_SECS), "-o", out],
-                           stderr=subprocess.DEVNULL)
-    # gpubpf's own rusage: RUSAGE_CHILDREN's ru_maxrss is the largest of every child this
-    # script waited for (the Python step's, the replays' read 85 MiB)
-    _, status, ru = os.wait4(rec.pid, 0)
-    rec.returncode = os.waitstatus_to_exitcode(status)
-    elapsed = time.monotonic() - t0
-    wl.kill()
-    wl.wait()
-    if rec.returncode:
-        sys.exit(f"gpubpf record -p exited {rec.returncode}")
-    cpu = ru.ru_utime + ru.ru_stime
+    cpu, rss, _ = bench_own.own_cost(G, [os.path.join(CW, "launch_loop"), "--seconds", str(OWN_SECS + 5)],
+                                     OWN_SECS, out, settle=0.3)
     print(f"4. gpubpf itself over a {OWN_SECS} s recording of launch-heavy (default mode): CPU "
-          f"{100 * cpu / elapsed:.2f}% of one core, peak RSS {ru.ru_maxrss / 1024:.1f} MiB "
-          f"(targets <= 2%, <= 64 MiB)", flush=True)
+          f"{cpu:.2f}% of one core, peak RSS {rss:.1f} MiB (targets <= 2%, <= 64 MiB)", flush=True)
 
 
 def main():
