@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: MIT
 /* The symbolizer without fixtures: the running kernel's symbols (and kernel frames left
- * for the profile's write), its API's errors, and this process's own frames and vDSO.
- * The symbolizer on fixture processes is test_syms.c's. */
+ * for the profile's write), its API's errors, and this process's own frames, vDSO and
+ * mappings tracked again among thousands. The symbolizer on fixture processes is
+ * test_syms.c's. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -147,11 +151,59 @@ TEST(vdso)
 	CHECK(found);
 }
 
+/* This process tracked again with 2000 more mappings (each looked up, not compared with
+ * every other): libc's getpid mapped once more by itself resolves; unmapped, its old
+ * mapping is kept (a sample may still point there); covered by an anonymous one, it goes. */
+TEST(retrack_among_many)
+{
+	enum { FILLERS = 2000 };
+	static void *fill[FILLERS];
+	struct sym_result r;
+	struct syms *s = syms__new();
+	Dl_info info;
+	uint64_t rel, at;
+	int fd;
+	char *m;
+
+	CHECK(s && dladdr((void *)&getpid, &info) && info.dli_fname && info.dli_fbase);
+	fd = open(info.dli_fname, O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0);
+	CHECK_INT(syms__track_pid(s, getpid()), 0);
+	for (int i = 0; i < FILLERS; i++) {
+		fill[i] = mmap(NULL, 4096, (i & 1) ? PROT_READ : PROT_NONE, MAP_PRIVATE, fd, (off_t)(i % 8) * 4096);
+		CHECK(fill[i] != MAP_FAILED);
+	}
+	/* libc's segments have file offset == address less its base: one page of its text */
+	rel = (uint64_t)(uintptr_t)&getpid - (uint64_t)(uintptr_t)info.dli_fbase;
+	m = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, (off_t)(rel & ~4095ull));
+	CHECK(m != MAP_FAILED);
+	at = (uint64_t)(uintptr_t)m + (rel & 4095);
+	CHECK_INT(syms__track_pid(s, getpid()), 0);
+	CHECK_INT(syms__resolve_user(s, getpid(), at, &r), 0);
+	CHECK(r.resolved && strstr(r.frames[0].func, "getpid"));
+	CHECK_INT(syms__resolve_user(s, getpid(), (uint64_t)(uintptr_t)&getpid, &r), 0);
+	CHECK(r.resolved && strstr(r.frames[0].func, "getpid"));
+	munmap(m, 4096);
+	CHECK_INT(syms__track_pid(s, getpid()), 0);
+	CHECK_INT(syms__resolve_user(s, getpid(), at + 1, &r), 0);
+	CHECK(r.resolved && strstr(r.frames[0].func, "getpid"));
+	CHECK(mmap(m, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == m);
+	CHECK_INT(syms__track_pid(s, getpid()), 0);
+	CHECK_INT(syms__resolve_user(s, getpid(), at + 2, &r), 0);
+	CHECK(!r.resolved);
+	munmap(m, 4096);
+	for (int i = 0; i < FILLERS; i++)
+		munmap(fill[i], 4096);
+	close(fd);
+	syms__free(s);
+}
+
 int main(int argc, char **argv)
 {
 	T_BEGIN(argv);
 	RUN(api_errors);
 	RUN(vdso);
+	RUN(retrack_among_many);
 	RUN(kernel);
 	RUN(kernel_frames_wait_for_the_write);
 	return T_END();

@@ -242,6 +242,49 @@ static int map_cmp(const void *a, const void *b)
 	return 0;
 }
 
+/* The mapping of P that starts at START (P's maps are sorted and never overlap), or NULL. */
+static const struct map *old_at(const struct proc *p, uint64_t start)
+{
+	size_t lo = 0, hi = p->nmaps;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p->maps[mid].start < start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < p->nmaps && p->maps[lo].start == start ? &p->maps[lo] : NULL;
+}
+
+/* Does any of NM[0..N) (sorted, never overlapping) overlap [START, END)? */
+static bool overlaps(const struct map *nm, size_t n, uint64_t start, uint64_t end)
+{
+	size_t lo = 0, hi = n;
+
+	/* the last one that starts before END ends the latest of those that could */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (nm[mid].start < end)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 && nm[lo - 1].end > start;
+}
+
+/* A file's object by its device, inode and path, in FILES. */
+static struct obj *file_obj(const struct hmap *files, const struct map *m)
+{
+	uint64_t v;
+
+	return hmap__get(files, (uint64_t)m->dev_major << 32 | m->dev_minor, m->ino, (uint64_t)(uintptr_t)m->path, &v)
+		   ? (struct obj *)(uintptr_t)v
+		   : NULL;
+}
+
 static struct obj *open_mapping(struct syms *s, int pid, int rootfd, const struct map *m)
 {
 	char mf[96];
@@ -269,7 +312,8 @@ static struct obj *open_mapping(struct syms *s, int pid, int rootfd, const struc
 int syms__track_pid(struct syms *s, int pid)
 {
 	struct map *nm = NULL;
-	size_t nn = 0, capn = 0, len = 0;
+	struct hmap files = {0}; /* (dev, inode, path) -> the object opened for it */
+	size_t nn = 0, nnew, capn = 0, len = 0;
 	char *buf = NULL, root[64];
 	struct proc *p;
 	uint64_t h, st;
@@ -346,46 +390,45 @@ int syms__track_pid(struct syms *s, int pid)
 				goto out;
 			}
 		}
-		for (size_t i = 0; i < p->nmaps; i++)
-			if (same_mapping(&p->maps[i], &e, m.path)) {
-				m.obj = p->maps[i].obj;
-				break;
-			}
+		/* Lookups, not scans: a CUDA job maps thousands of regions, and a process gpubpf
+		 * started waits for this at each of its loads (3000 mappings: 13 ms a load when
+		 * each was compared with each, dev VM). */
+		{
+			const struct map *old = old_at(p, e.start);
+
+			if (old && same_mapping(old, &e, m.path))
+				m.obj = old->obj;
+		}
 		if (!m.obj && m.exec && m.path) {
 			/* the same file mapped twice (or its other segments): open it once */
-			for (size_t i = 0; i < nn && m.file; i++)
-				if (nm[i].obj && nm[i].ino == m.ino && nm[i].dev_major == m.dev_major &&
-				    nm[i].dev_minor == m.dev_minor && nm[i].path == m.path) {
-					m.obj = nm[i].obj;
-					break;
-				}
+			if (m.file)
+				m.obj = file_obj(&files, &m);
 			if (!m.obj)
 				m.obj = open_mapping(s, pid, rootfd, &m);
+		}
+		if (m.obj && m.file && !file_obj(&files, &m) &&
+		    hmap__put(&files, (uint64_t)m.dev_major << 32 | m.dev_minor, m.ino, (uint64_t)(uintptr_t)m.path,
+			      (uint64_t)(uintptr_t)m.obj)) {
+			err = -ENOMEM;
+			goto out;
 		}
 		nm[nn++] = m;
 	next:
 		q = le + 1;
 	}
 	/* Non-executable segments of an object we opened (its .rodata, its ELF header). */
-	for (size_t i = 0; i < nn; i++) {
-		if (nm[i].obj || !nm[i].file)
-			continue;
-		for (size_t j = 0; j < nn; j++)
-			if (nm[j].obj && nm[j].file && nm[j].ino == nm[i].ino && nm[j].dev_major == nm[i].dev_major &&
-			    nm[j].dev_minor == nm[i].dev_minor && nm[j].path == nm[i].path) {
-				nm[i].obj = nm[j].obj;
-				break;
-			}
-	}
+	for (size_t i = 0; i < nn; i++)
+		if (!nm[i].obj && nm[i].file)
+			nm[i].obj = file_obj(&files, &nm[i]);
 	/* Keep old mappings nothing new overlaps: a library dlclose'd since may still own
-	 * addresses sampled earlier. */
+	 * addresses sampled earlier. (The kernel lists mappings in order; sorted all the same.) */
+	nnew = nn;
+	if (nnew)
+		qsort(nm, nnew, sizeof(*nm), map_cmp);
 	for (size_t i = 0; i < p->nmaps; i++) {
 		const struct map *o = &p->maps[i];
-		bool overlap = false;
 
-		for (size_t j = 0; j < nn && !overlap; j++)
-			overlap = o->start < nm[j].end && nm[j].start < o->end;
-		if (overlap)
+		if (overlaps(nm, nnew, o->start, o->end))
 			continue;
 		err = vec__grow((void **)&nm, &capn, nn + 1, sizeof(*nm));
 		if (err)
@@ -413,6 +456,7 @@ perfmap:
 out:
 	if (rootfd >= 0)
 		close(rootfd);
+	hmap__clear(&files);
 	free(nm);
 	free(buf);
 	return err;
