@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 
+import bench_holds
 import bench_own
 
 BUILD = os.environ.get("BUILD", "build")
@@ -103,6 +104,10 @@ def main():
         handoff("the same, default (per CPU within a second)", [])
         handoff("the same on one CPU, own clocks kept", one, own)
         handoff("the same on one CPU, default", one)
+    if "cpu" in which or "loads" in which:
+        results.append(bench_holds.holds_row(
+            G, "a start-up among 3000 mappings (maps_loads 3000: 8 dlopens)",
+            [os.path.join(WL, "maps_loads"), "3000"], r"dlopens in ([0-9.]+) s", 2 * RUNS - 1))
     for name in ("cuda", "python"):
         extra = os.path.join(os.path.dirname(__file__), f"bench_{name}.py")
         if os.path.exists(extra) and name in which:

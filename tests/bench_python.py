@@ -6,12 +6,10 @@ Python start-up's loads: the imports of every lib-dynload module alone and under
 `gpubpf record --` in turn, the time they lost beside the holds gpubpf says it made."""
 import json
 import os
-import re
-import statistics
 import subprocess
-import sys
-import tempfile
 import time
+
+import bench_holds
 
 BUILD = os.environ.get("BUILD", "build")
 G = os.path.join(BUILD, "gpubpf")
@@ -45,32 +43,10 @@ def per_sample(extra):
     return (t1 - t0) / (n1 - n0) if n1 > n0 else float("nan"), n1 - n0
 
 
-def imports_time(cmd):
-    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
-    return float(re.search(r"imported \d+ in ([0-9.]+) s", out).group(1))
-
-
 def start_up():
-    """The imports alone and under gpubpf, alternating: medians, every run, and beside the
-    time lost the holds gpubpf's comment gives (its own account of that time)."""
-    out = tempfile.mktemp(suffix=".pb.gz")
-    alone, under, held, passed = [], [], [], []
-    for _ in range(RUNS):
-        alone.append(imports_time([PY, IMPORTS]))
-        under.append(imports_time([G, "record", "-o", out, "--", PY, IMPORTS]))
-        c = subprocess.run([G, "report", out], check=True, stdout=subprocess.PIPE, text=True).stdout
-        m = re.search(r"held (\d+) times .*?: ([0-9.]+) ms in all.*?; (\d+) more calls", c)
-        held.append(float(m.group(2)) if m else float("nan"))
-        passed.append(int(m.group(3)) if m else -1)
-    os.unlink(out)
-    a, u = statistics.median(alone), statistics.median(under)
-    print(f"5s. python start-up (tests/workloads/python/imports.py: every lib-dynload module imported, "
-          f"each a dlopen), `record --`: alone {1e3 * a:.0f} ms, with gpubpf {1e3 * u:.0f} ms, ratio {u / a:.2f} "
-          f"(median of {RUNS} alternating runs); gpubpf said its holds took {statistics.median(held):.0f} ms "
-          f"(whole run, exec included), measured +{1e3 * (u - a):.0f} ms in the imports; "
-          f"{statistics.median(passed):.0f} first calls of a load let go with no hold; runs alone "
-          f"{' '.join(f'{1e3 * x:.0f}' for x in alone)}, with {' '.join(f'{1e3 * x:.0f}' for x in under)} ms",
-          flush=True)
+    """The imports alone and under gpubpf, alternating (bench_holds.py)."""
+    bench_holds.holds_row(G, "5s. python start-up (tests/workloads/python/imports.py: every lib-dynload module "
+                          "imported, each a dlopen)", [PY, IMPORTS], r"imported \d+ in ([0-9.]+) s", RUNS)
 
 
 def main():
