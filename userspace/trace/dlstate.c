@@ -85,8 +85,10 @@ int dlstate__add_file(struct dlstate *d, int fd)
 	err = scan(fd, &sym, &base);
 	if (err)
 		return err;
-	if (sym < base || d->files.len >= FILES_MAX)
+	if (sym < base)
 		return -ENOENT;
+	if (d->files.len >= FILES_MAX)
+		return -ENOSPC;
 	return hmap__put(&d->files, (uint64_t)st.st_dev, (uint64_t)st.st_ino, 0, sym - base + R_STATE_OFF);
 }
 

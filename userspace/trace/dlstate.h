@@ -23,7 +23,8 @@ struct dlstate {
 };
 
 /* Learn the dynamic linker open at FD (the file _dl_debug_state is probed in): 0, or a
- * negative errno (-ENOENT: no _r_debug there; its events are handled as they come). */
+ * negative errno (-ENOENT: no _r_debug there, -ENOSPC: 64 linkers known already; its
+ * events are handled as they come). */
 int dlstate__add_file(struct dlstate *d, int fd);
 
 /* Where r_state is in the process whose /proc/PID/maps is MAPS (a known dynamic linker

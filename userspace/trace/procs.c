@@ -14,10 +14,10 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "dlstate.h"
 #include "hmap.h"
 #include "holdguard.h"
 #include "links.h"
-#include "dlstate.h"
 #include "log.h"
 #include "mapsnap.h"
 #include "procs.h"
@@ -207,10 +207,12 @@ static int on_event(void *ctx, void *data, size_t len)
 	switch (ev->type) {
 	case PROC_EV_FORK:
 		pr_debug("following pid %u (%.16s), forked by %u", ev->pid, ev->comm, ev->ppid);
-		if (!add_ent(p, (int)ev->pid, false)) {
+		e = add_ent(p, (int)ev->pid, false);
+		if (!e) {
 			err = -ENOMEM;
 			break;
 		}
+		e->rstate_at = 0; /* a pid used before may come back: learnt again */
 		track(p, (int)ev->pid);
 		if (p->on_task.cb)
 			p->on_task.cb(p->on_task.ctx, (int)ev->pid);
