@@ -115,6 +115,13 @@ def device_windows(pb, what="", required=True):
     if own:
         result("13", what + "gpubpf's own CPU: seconds over the recording's, of them with no CPU idle, a "
                "thread's fair share (up to)", "%s s / %s s, %s s, %s%% (%s%%)" % own.groups(), "measured", "INFO")
+    # a started command's holds at its exec and loads (start-up time: a PyTorch import
+    # dlopens dozens of large libraries into a process of thousands of mappings)
+    holds = re.search(r"cost: holds: .*?held (\d+) times .*?: ([0-9.]+) ms in all, the longest ([0-9.]+) ms .*?; "
+                      r"(\d+) more calls", out)
+    if holds:
+        result("13", what + "start-up holds of the started command: how many, in all, the longest; the dynamic "
+               "linker's calls let go with no hold", "%s, %s ms, %s ms; %s" % holds.groups(), "measured", "INFO")
     # the sampler's events in the targets' context switches (each thread on its own clock)
     sw = re.search(r"cost: context switches: .*? pays ([0-9.]+) us a switch .*? switched ([0-9.e+-]+) times a second "
                    r".*?, ([0-9.e+-]+)% of its time, .*? up to ([0-9.e+-]+)%", out)
