@@ -96,6 +96,9 @@ row_like "selftest:traps-row" "a return hit's whole cost to the job (trap, progr
 # group's probes were in with no window open (a held thread once left them in a period)
 row_like "selftest:windows-late-row" "launch_loop: CUDA windows opened late (by, in all), never opened; the longest each group's probes were in with no window open" \
 	'^[0-9]+ \([0-9.e+-]+ ms\), [0-9]+; launches [0-9.e+-]+ ms, copies [0-9.e+-]+ ms, syncs [0-9.e+-]+ ms\|INFO$'
+# a started command's holds at its exec and loads (a PyTorch import's start-up on a GPU)
+row_like "selftest:holds-row" "launch_loop: start-up holds of the started command: how many, in all, the longest; the dynamic linker's calls let go with no hold" \
+	'^[0-9]+, [0-9.]+ ms, [0-9.]+ ms; [0-9]+\|INFO$'
 # item 14: the job ran under device time, and lived
 got=$(row "the job survives device time: launch_loop --spin-us 4")
 [ "$got" = "died in 0 of 1 runs|PASS" ] && pass "selftest:survives-row" || fail "selftest:survives-row" "'$got'"
