@@ -383,6 +383,8 @@ int syms__find_symbol(struct syms *s, int pid, const char *name, const char **pa
 			seen = p->maps[j].obj == m->obj && p->maps[j].exec;
 		if (seen)
 			continue;
+		if (sy_obj_load_syms(s, m->obj) == -ENOMEM)
+			return -ENOMEM;
 		for (size_t k = 0; k < m->obj->nbyname; k++) {
 			const struct esym *e = &m->obj->byname[k];
 			uint64_t off;

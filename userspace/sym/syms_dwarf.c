@@ -302,6 +302,8 @@ struct frames *sy_obj_frames(struct syms *s, struct obj *o, uint64_t vaddr)
 
 	if (hmap__get(&o->cache, vaddr, 0, 0, &idx))
 		return &o->fr[idx];
+	if (sy_obj_load_syms(s, o) == -ENOMEM)
+		return NULL;
 	sym = sy_obj_lookup_func(o, vaddr);
 	n = dwarf_frames(s, o, vaddr, sym, &fr);
 	if (n < 0)

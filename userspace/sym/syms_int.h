@@ -81,6 +81,7 @@ struct obj {
 	size_t nfuncs;
 	struct esym *byname; /* every defined FUNC/IFUNC/OBJECT, aliases kept: syms__find_symbol */
 	size_t nbyname;
+	bool syms_tried; /* funcs and byname read (sy_obj_load_syms), or tried */
 	int dbg_fd;
 	Elf *dbg_elf;
 	Dwarf *dw;
@@ -165,6 +166,12 @@ int sy_obj_vaddr_to_off(const struct obj *o, uint64_t vaddr, uint64_t *off);
 void sy_obj_free(struct obj *o);
 Elf *sy_debug_candidate(struct obj *o, int fd, const struct stat *main_st, bool check_crc, GElf_Word crc);
 struct obj *sy_obj_get(struct syms *s, int fd, int rootfd, const char *path);
+/* O's symbol tables, read at its first lookup, not when it is first mapped: a process
+ * gpubpf started is held while its new objects are opened (procs.c), and a library of
+ * 60,000 exported functions took 40 ms of a 100 ms hold to read them. The object's file
+ * stays open, so they can be read after the process is gone. 0 or a negative errno (the
+ * object then has none). */
+int sy_obj_load_syms(struct syms *s, struct obj *o);
 struct obj *sy_vdso_obj(struct syms *s, uint64_t target_size);
 
 /* ---- syms_dwarf.c ---- */

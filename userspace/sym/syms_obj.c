@@ -253,6 +253,14 @@ err_out:
 	return err;
 }
 
+int sy_obj_load_syms(struct syms *s, struct obj *o)
+{
+	if (o->syms_tried)
+		return 0;
+	o->syms_tried = true;
+	return obj_load_syms(s, o);
+}
+
 const struct esym *sy_obj_lookup_func(const struct obj *o, uint64_t vaddr)
 {
 	size_t lo = 0, hi = o->nfuncs;
@@ -573,9 +581,6 @@ struct obj *sy_obj_get(struct syms *s, int fd, int rootfd, const char *path)
 		goto err_out;
 	if (!sy_elf_has_dwarf(o->elf) || !elf_has_symtab(o->elf))
 		obj_find_debug(s, o, rootfd, path, &st);
-	err = obj_load_syms(s, o);
-	if (err)
-		goto err_out;
 	err = obj_insert(s, o);
 	if (err)
 		goto err_out;
@@ -636,7 +641,7 @@ struct obj *sy_vdso_obj(struct syms *s, uint64_t target_size)
 	if (!o->elf || !gelf_getehdr(o->elf, &eh))
 		goto fail;
 	o->etype = eh.e_type;
-	if (obj_load_phdrs(o) || obj_load_syms(s, o) || obj_insert(s, o))
+	if (obj_load_phdrs(o) || sy_obj_load_syms(s, o) || obj_insert(s, o))
 		goto fail;
 	s->vdso = o;
 	s->vdso_size = size;
