@@ -21,6 +21,7 @@ declare -A SRCS=(
 	[pbscan]="userspace/out/pbscan.c -lz"
 	[ttyesc]="userspace/lib/ttyesc.c"
 	[pylines]="userspace/trace/python_lines.c userspace/trace/python_util.c"
+	[dlstate]="userspace/trace/dlstate.c userspace/sym/procmaps.c userspace/lib/hmap.c -lelf"
 )
 
 seed() { # name dir
@@ -51,6 +52,10 @@ seed() { # name dir
 		printf '\x02xdebugpy\x00\x00\x0d\x03' >"$2/c"
 		printf '\x03\x41\x08\x03\x00\x02\x01\x01\x02\x00\x01\x00\x01' >"$2/d"
 		;;
+	dlstate)
+		printf '7f0000000000-7f0000001000 r--p 00000000 08:01 1234       /lib64/ld-linux-x86-64.so.2\n' >"$2/a"
+		printf '55d0c2a00000-55d0c2a21000 r-xp 00002000 08:01 1234 /x\nfffffffffffff000-ffffffffffffffff r--p 00000000 08:01 1234 /ld\n' >"$2/b"
+		;;
 	demangle)
 		printf 'void (anonymous namespace)::f<int>(int)' >"$2/a"
 		printf 'std::vector<int, std::allocator<int> >::size() const' >"$2/b"
@@ -67,7 +72,7 @@ if ! command -v "$CLANG" >/dev/null 2>&1; then
 fi
 
 INC="-Iuserspace/lib -Iuserspace/sym -Iuserspace/model -Iuserspace/out -Iuserspace/trace"
-for name in procmaps perfmap kallsyms demangle pbscan ttyesc pylines; do
+for name in procmaps perfmap kallsyms demangle pbscan ttyesc pylines dlstate; do
 	bin=$out/fuzz_$name
 	log=$out/fuzz_$name.log
 	if ! "$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $INC \
