@@ -418,7 +418,15 @@ int python__prepare(struct python *py, struct bpf_object *obj)
 
 static void on_change(void *ctx, int pid)
 {
-	python__track(ctx, pid);
+	python__track(ctx, pid); /* in procs.c's scope: its maps read once for every reader */
+}
+
+/* Outside an event: the maps python__track and py_read_maps read, read once (mapsnap.h). */
+static void track_once(struct python *py, int pid)
+{
+	mapsnap__begin();
+	python__track(py, pid);
+	mapsnap__end();
 }
 
 /* A stack seen for the first time: read its code objects now, while the process lives,
@@ -469,7 +477,7 @@ int python__attach_session(struct session *s)
 	for (int i = 0; i < n; i++) {
 		hmap__put(&s->py->roots, (uint64_t)pids[i], 0, 0, 0);
 		if (!s->opts->command)
-			python__track(s->py, pids[i]);
+			track_once(s->py, pids[i]);
 	}
 	return 0;
 }
@@ -486,7 +494,7 @@ void python__model_renewed(struct python *py)
 void python__note_pid(struct python *py, int pid)
 {
 	if (py && !py_pid_get(py, pid, false))
-		python__track(py, pid);
+		track_once(py, pid);
 }
 
 void python__stats(const struct python *py, struct python_stats *out)
