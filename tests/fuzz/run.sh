@@ -22,6 +22,7 @@ declare -A SRCS=(
 	[ttyesc]="userspace/lib/ttyesc.c"
 	[pylines]="userspace/trace/python_lines.c userspace/trace/python_util.c"
 	[dlstate]="userspace/trace/dlstate.c userspace/sym/procmaps.c userspace/lib/hmap.c -lelf"
+	[elfsym]="userspace/sym/elfsym.c -lelf"
 )
 
 seed() { # name dir
@@ -56,6 +57,13 @@ seed() { # name dir
 		printf '7f0000000000-7f0000001000 r--p 00000000 08:01 1234       /lib64/ld-linux-x86-64.so.2\n' >"$2/a"
 		printf '55d0c2a00000-55d0c2a21000 r-xp 00002000 08:01 1234 /x\nfffffffffffff000-ffffffffffffffff r--p 00000000 08:01 1234 /ld\n' >"$2/b"
 		;;
+	elfsym)
+		# a small shared object with its functions in .gnu.hash, and a stripped copy
+		printf 'void cudaLaunchKernel(void){}\nvoid cudaMalloc(void){}\nint cudaData = 3;\nvoid _dl_debug_state(void){}\n' >"$2/s.c"
+		cc -shared -fPIC -nostdlib -Os -Wl,--hash-style=gnu -Wl,--build-id=none -Wl,-z,max-page-size=0x10 \
+			-Wl,-z,noseparate-code -Wl,-z,norelro "$2/s.c" -o "$2/a" && strip -o "$2/b" "$2/a"
+		rm -f "$2/s.c"
+		;;
 	demangle)
 		printf 'void (anonymous namespace)::f<int>(int)' >"$2/a"
 		printf 'std::vector<int, std::allocator<int> >::size() const' >"$2/b"
@@ -72,7 +80,7 @@ if ! command -v "$CLANG" >/dev/null 2>&1; then
 fi
 
 INC="-Iuserspace/lib -Iuserspace/sym -Iuserspace/model -Iuserspace/out -Iuserspace/trace"
-for name in procmaps perfmap kallsyms demangle pbscan ttyesc pylines dlstate; do
+for name in procmaps perfmap kallsyms demangle pbscan ttyesc pylines dlstate elfsym; do
 	bin=$out/fuzz_$name
 	log=$out/fuzz_$name.log
 	if ! "$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $INC \

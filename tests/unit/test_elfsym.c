@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "elfsym.h"
@@ -70,11 +74,174 @@ TEST(libcudart)
 		CHECK(w[i].offset != 0);
 }
 
+static const char *cudart_path(char *buf, size_t len)
+{
+	const char *home = getenv("CUDA_HOME");
+
+	snprintf(buf, len, "%s/lib64/libcudart.so.13", home && *home ? home : "/usr/local/cuda");
+	return buf;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names .dynsym of the object at FD carries (defined or not), up to MAX, sorted. */
+static int dynsym_names(int fd, char **names, int max)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	Elf_Scn *scn = NULL;
+	int n = 0, k = 0;
+
+	while (elf && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 1; i < sh.sh_size / sh.sh_entsize && n < max; i++) {
+			GElf_Sym sym;
+			const char *name;
+
+			if (gelf_getsym(d, (int)i, &sym) && (name = elf_strptr(elf, sh.sh_link, sym.st_name)) && *name)
+				names[n++] = strdup(name);
+		}
+	}
+	elf_end(elf);
+	/* A versioned name's other versions: one want a name, as the callers ask. */
+	qsort(names, (size_t)n, sizeof(*names), cmp_names);
+	for (int i = 0; i < n; i++) {
+		if (k && !strcmp(names[k - 1], names[i]))
+			free(names[i]);
+		else
+			names[k++] = names[i];
+	}
+	return k;
+}
+
+/* The .gnu.hash lookups find exactly what a pass over .dynsym finds, for every name the
+ * table has (defined functions, data, undefined imports, versioned duplicates) and names
+ * it has not: real, stripped libraries of this machine. */
+static int compare_paths(const char *path, int *names_out)
+{
+	enum { BATCH = 200, MAX = 20000 };
+	char **names = calloc(MAX, sizeof(*names));
+	struct elfsym_want a[BATCH + 1], b[BATCH + 1];
+	int fd = open(path, O_RDONLY | O_CLOEXEC), n, bad = 0, found = 0;
+
+	if (fd < 0 || !names) {
+		free(names);
+		return -1;
+	}
+	elf_version(EV_CURRENT);
+	n = dynsym_names(fd, names, MAX);
+	*names_out = n;
+	for (int at = 0; at < n; at += BATCH) {
+		int k = n - at < BATCH ? n - at : BATCH, fa, fb;
+
+		for (int i = 0; i < k; i++)
+			a[i] = b[i] = (struct elfsym_want){.name = names[at + i]};
+		a[k] = b[k] = (struct elfsym_want){.name = "gpubpf_no_such_name"};
+		fa = elfsym__lookup_fd_flags(fd, a, k + 1, 0);
+		fb = elfsym__lookup_fd_flags(fd, b, k + 1, ELFSYM_SCAN);
+		bad += fa != fb;
+		found += fa;
+		for (int i = 0; i <= k; i++)
+			bad += a[i].offset != b[i].offset || a[i].addr != b[i].addr;
+	}
+	for (int i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	close(fd);
+	return bad ? -bad : found;
+}
+
+TEST(hash_matches_scan)
+{
+	char cudart[512];
+	const char *libs[] = {cudart_path(cudart, sizeof(cudart)), "/lib/x86_64-linux-gnu/libc.so.6",
+			      "/lib/x86_64-linux-gnu/libstdc++.so.6", "/lib64/ld-linux-x86-64.so.2"};
+	int checked = 0;
+
+	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
+		int names = 0, r;
+
+		if (access(libs[i], R_OK))
+			continue;
+		r = compare_paths(libs[i], &names);
+		if (r < 0)
+			fprintf(stderr, "  %s: %d differences among %d names\n", libs[i], -r, names);
+		CHECK(r > 0);
+		CHECK(names > 20);
+		checked++;
+	}
+	if (!checked)
+		SKIP("none of the libraries is here");
+}
+
+/* Copy libcudart to a file of ours and break its .gnu.hash at byte AT of the section (4
+ * bytes of VALUE): the lookups fall back to the scan and find the same. */
+static void broken_hash_case(const char *t_case_name, const char *src, long at, uint32_t value)
+{
+	char tmp[] = "/tmp/gpubpf-elfsym-XXXXXX";
+	struct elfsym_want w[] = {{.name = "cudaLaunchKernel"}, {.name = "cudaMemcpy"}, {.name = "cudaMalloc"}};
+	int in = open(src, O_RDONLY | O_CLOEXEC), out = mkstemp(tmp);
+	char buf[1 << 16];
+	ssize_t got;
+	Elf *elf;
+	Elf_Scn *scn = NULL;
+	uint64_t hash_off = 0;
+
+	CHECK(in >= 0 && out >= 0);
+	unlink(tmp);
+	while ((got = read(in, buf, sizeof(buf))) > 0)
+		CHECK(write(out, buf, (size_t)got) == got);
+	elf = elf_begin(in, ELF_C_READ, NULL);
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_GNU_HASH)
+			hash_off = sh.sh_offset;
+	}
+	elf_end(elf);
+	CHECK(hash_off != 0);
+	CHECK(pwrite(out, &value, 4, (off_t)(hash_off + at)) == 4);
+	CHECK_INT(elfsym__lookup_fd(out, w, 3), 3);
+	for (int i = 0; i < 3; i++)
+		CHECK(w[i].offset != 0);
+	close(in);
+	close(out);
+}
+
+TEST(broken_hash_falls_back)
+{
+	char path[512];
+
+	cudart_path(path, sizeof(path));
+	if (access(path, R_OK))
+		SKIP("%s is missing (no CUDA here)", path);
+	broken_hash_case(t_case_name, path, 0, 0); /* no buckets */
+	if (t_case_failed)
+		return;
+	broken_hash_case(t_case_name, path, 0, 0x7fffffff); /* buckets past the section */
+	if (t_case_failed)
+		return;
+	broken_hash_case(t_case_name, path, 4, 0x7fffffff); /* symbols hashed past .dynsym */
+	if (t_case_failed)
+		return;
+	broken_hash_case(t_case_name, path, 8, 0x10000000); /* a bloom filter past the section */
+	if (t_case_failed)
+		return;
+}
+
 int main(int argc, char **argv)
 {
 	T_BEGIN(argv);
 	RUN(own_function);
 	RUN(not_elf);
 	RUN(libcudart);
+	RUN(hash_matches_scan);
+	RUN(broken_hash_falls_back);
 	return T_END();
 }

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <stdbool.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "elfsym.h"
 
@@ -55,78 +57,309 @@ static int load_offset(Elf *elf, uint64_t addr, uint64_t *off)
 	return -ENOENT;
 }
 
-static int scan(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, const int *slots, struct elfsym_want *want, int *found)
+/* The first two bytes of every wanted name, as bits: most of a large object's names (C++'s
+ * "_Z...") are turned away on them before any hash. */
+struct wanted {
+	int slots[WANT_SLOTS];
+	uint64_t lead[65536 / 64];
+	struct elfsym_want *want;
+	int n, found;
+};
+
+static unsigned lead_of(const char *s)
+{
+	return (unsigned char)s[0] | (s[0] ? (unsigned)(unsigned char)s[1] << 8 : 0);
+}
+
+static bool lead_wanted(const struct wanted *w, const char *s)
+{
+	unsigned k = lead_of(s);
+
+	return w->lead[k / 64] >> (k % 64) & 1;
+}
+
+static bool sym_defines_function(const GElf_Sym *sym)
+{
+	int type = GELF_ST_TYPE(sym->st_info);
+
+	return (type == STT_FUNC || type == STT_GNU_IFUNC) && sym->st_shndx != SHN_UNDEF && sym->st_value;
+}
+
+/* Record SYM for wanted entry IDX unless it already has one. */
+static void take(Elf *elf, struct wanted *w, int idx, const GElf_Sym *sym)
+{
+	struct elfsym_want *e = &w->want[idx];
+
+	if (e->offset)
+		return;
+	/* Offset 0 is the ELF header, never a function, and reads as "not found". */
+	if (load_offset(elf, sym->st_value, &e->offset) == 0 && e->offset) {
+		e->addr = sym->st_value;
+		w->found++;
+	}
+}
+
+static void scan(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct wanted *w)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
 	size_t count;
 
 	if (!data || !sh->sh_entsize)
-		return 0;
+		return;
 	count = sh->sh_size / sh->sh_entsize;
-	for (size_t i = 0; i < count; i++) {
+	for (size_t i = 0; i < count && w->found < w->n; i++) {
 		GElf_Sym sym;
 		const char *name;
-		int idx, type;
+		int idx;
 
 		if (!gelf_getsym(data, (int)i, &sym))
 			break;
-		type = GELF_ST_TYPE(sym.st_info);
-		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF || !sym.st_value)
+		if (!sym_defines_function(&sym))
 			continue;
 		name = elf_strptr(elf, sh->sh_link, sym.st_name);
-		if (!name || !*name)
+		if (!name || !*name || !lead_wanted(w, name))
 			continue;
-		idx = find_want(slots, want, name);
-		if (idx < 0 || want[idx].offset)
-			continue;
-		if (load_offset(elf, sym.st_value, &want[idx].offset) == 0) {
-			want[idx].addr = sym.st_value;
-			(*found)++;
+		idx = find_want(w->slots, w->want, name);
+		if (idx >= 0)
+			take(elf, w, idx, &sym);
+	}
+}
+
+/* ---- .gnu.hash lookups ----
+ * A stripped library has only .dynsym, and its .gnu.hash finds a name without reading the
+ * table: a few small reads a wanted name instead of every symbol and every string (a
+ * PyTorch library's are tens of MB, read while the target is held). Every read is bounded
+ * by the sections' sizes; a table that does not add up falls back to the scan. */
+
+struct hashed {
+	int fd;
+	uint64_t hash_off, hash_size; /* .gnu.hash */
+	uint64_t sym_off, nsyms;      /* .dynsym, Elf64_Sym entries */
+	uint64_t str_off, str_size;   /* its .dynstr */
+	uint32_t nbuckets, symoffset, maskwords, shift;
+};
+
+static int read_at(int fd, uint64_t off, void *buf, size_t len)
+{
+	ssize_t got = pread(fd, buf, len, (off_t)off);
+
+	return got == (ssize_t)len ? 0 : -EIO;
+}
+
+/* Read the hash's own bytes [OFF, OFF + LEN) of .gnu.hash. */
+static int hash_read(const struct hashed *h, uint64_t off, void *buf, size_t len)
+{
+	if (off > h->hash_size || len > h->hash_size - off)
+		return -EINVAL;
+	return read_at(h->fd, h->hash_off + off, buf, len);
+}
+
+static uint32_t gnu_hash(const char *s)
+{
+	uint32_t h = 5381;
+
+	while (*s)
+		h = h * 33 + (unsigned char)*s++;
+	return h;
+}
+
+/* Does dynamic symbol I carry NAME (LEN bytes)? */
+static int name_is(const struct hashed *h, uint32_t st_name, const char *name, size_t len)
+{
+	char buf[256];
+
+	if (len + 1 > sizeof(buf) || st_name >= h->str_size || len + 1 > h->str_size - st_name)
+		return 0;
+	if (read_at(h->fd, h->str_off + st_name, buf, len + 1))
+		return -EIO;
+	return !memcmp(buf, name, len) && !buf[len];
+}
+
+/* Look NAME up; 1 with *SYM filled when a defined function carries it, 0 when none does,
+ * negative when the table is malformed. */
+static int hash_lookup(const struct hashed *h, const char *name, GElf_Sym *out)
+{
+	uint64_t bloom, mask, bit1, bit2, chain_at;
+	uint32_t hv = gnu_hash(name), bucket;
+	size_t len = strlen(name);
+
+	if (hash_read(h, 16 + (uint64_t)(hv / 64 % h->maskwords) * 8, &bloom, 8))
+		return -EINVAL;
+	bit1 = 1ULL << (hv % 64);
+	bit2 = 1ULL << ((hv >> h->shift) % 64);
+	mask = bit1 | bit2;
+	if ((bloom & mask) != mask)
+		return 0;
+	if (hash_read(h, 16 + (uint64_t)h->maskwords * 8 + (uint64_t)(hv % h->nbuckets) * 4, &bucket, 4))
+		return -EINVAL;
+	if (!bucket)
+		return 0;
+	if (bucket < h->symoffset)
+		return -EINVAL;
+	chain_at = 16 + (uint64_t)h->maskwords * 8 + (uint64_t)h->nbuckets * 4;
+	for (uint64_t i = bucket; i < h->nsyms; i++) {
+		uint32_t chain;
+		Elf64_Sym sym;
+
+		if (hash_read(h, chain_at + (i - h->symoffset) * 4, &chain, 4))
+			return -EINVAL;
+		if ((chain | 1) == (hv | 1)) {
+			int is;
+
+			if (read_at(h->fd, h->sym_off + i * sizeof(sym), &sym, sizeof(sym)))
+				return -EIO;
+			is = name_is(h, sym.st_name, name, len);
+			if (is < 0)
+				return is;
+			if (is) {
+				*out = (GElf_Sym){.st_name = sym.st_name,
+						  .st_info = sym.st_info,
+						  .st_other = sym.st_other,
+						  .st_shndx = sym.st_shndx,
+						  .st_value = sym.st_value,
+						  .st_size = sym.st_size};
+				if (sym_defines_function(out))
+					return 1;
+			}
 		}
+		if (chain & 1)
+			return 0;
+	}
+	return -EINVAL; /* a chain that runs off the table */
+}
+
+/* Fill H from the .gnu.hash whose header is HSH, or -ENOTSUP/-EINVAL when it cannot serve. */
+static int hashed_open(Elf *elf, int fd, const GElf_Shdr *hsh, struct hashed *h)
+{
+	GElf_Shdr dsh, ssh;
+	uint32_t hdr[4];
+	Elf_Scn *dscn, *sscn;
+	char *ident = elf_getident(elf, NULL);
+	uint64_t need;
+
+	if (!ident || ident[EI_CLASS] != ELFCLASS64 || ident[EI_DATA] != ELFDATA2LSB ||
+	    __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__)
+		return -ENOTSUP;
+	dscn = elf_getscn(elf, hsh->sh_link);
+	if (!dscn || !gelf_getshdr(dscn, &dsh) || dsh.sh_type != SHT_DYNSYM || dsh.sh_entsize != sizeof(Elf64_Sym))
+		return -EINVAL;
+	sscn = elf_getscn(elf, dsh.sh_link);
+	if (!sscn || !gelf_getshdr(sscn, &ssh) || ssh.sh_type != SHT_STRTAB)
+		return -EINVAL;
+	*h = (struct hashed){.fd = fd,
+			     .hash_off = hsh->sh_offset,
+			     .hash_size = hsh->sh_size,
+			     .sym_off = dsh.sh_offset,
+			     .nsyms = dsh.sh_size / sizeof(Elf64_Sym),
+			     .str_off = ssh.sh_offset,
+			     .str_size = ssh.sh_size};
+	if (hash_read(h, 0, hdr, sizeof(hdr)))
+		return -EINVAL;
+	h->nbuckets = hdr[0];
+	h->symoffset = hdr[1];
+	h->maskwords = hdr[2];
+	h->shift = hdr[3];
+	if (!h->nbuckets || !h->maskwords || h->shift >= 32 || h->symoffset > h->nsyms)
+		return -EINVAL;
+	need = 16 + (uint64_t)h->maskwords * 8 + (uint64_t)h->nbuckets * 4 + (h->nsyms - h->symoffset) * 4;
+	return need <= h->hash_size ? 0 : -EINVAL;
+}
+
+/* Look every name not yet found up through the hash. Negative: use the scan instead
+ * (what was found stays: each is a defined function of that name). */
+static int hash_all(Elf *elf, const struct hashed *h, struct wanted *w)
+{
+	for (int i = 0; i < w->n && w->found < w->n; i++) {
+		GElf_Sym sym;
+		int r;
+
+		if (w->want[i].offset)
+			continue;
+		r = hash_lookup(h, w->want[i].name, &sym);
+		if (r < 0)
+			return r;
+		if (r)
+			take(elf, w, i, &sym);
 	}
 	return 0;
 }
 
-int elfsym__lookup_fd(int fd, struct elfsym_want *want, int n)
+int elfsym__lookup_fd_flags(int fd, struct elfsym_want *want, int n, unsigned flags)
 {
-	int slots[WANT_SLOTS], found = 0;
-	Elf_Scn *scn = NULL;
+	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL, *gnuhash = NULL;
+	GElf_Shdr symtab_sh = {0}, dynsym_sh = {0}, gnuhash_sh = {0};
+	struct wanted *w;
 	Elf *elf;
+	int ret;
 
 	if (n <= 0 || n > WANT_SLOTS / 2)
 		return -EINVAL;
-	memset(slots, -1, sizeof(slots));
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->want = want;
+	w->n = n;
+	memset(w->slots, -1, sizeof(w->slots));
 	for (int i = 0; i < n; i++) {
 		uint64_t h = hash_str(want[i].name) % WANT_SLOTS;
+		unsigned k = lead_of(want[i].name);
 
 		want[i].offset = 0;
 		want[i].addr = 0;
-		while (slots[h] >= 0)
+		while (w->slots[h] >= 0)
 			h = (h + 1) % WANT_SLOTS;
-		slots[h] = i;
+		w->slots[h] = i;
+		w->lead[k / 64] |= 1ULL << (k % 64);
 	}
+	ret = -EINVAL;
 	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EINVAL;
+		goto out;
+	ret = -ENOEXEC;
 	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
 		elf_end(elf);
-		return -ENOEXEC;
+		goto out;
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_SYMTAB && !symtab) {
+			symtab = scn;
+			symtab_sh = sh;
+		} else if (sh.sh_type == SHT_DYNSYM && !dynsym) {
+			dynsym = scn;
+			dynsym_sh = sh;
+		} else if (sh.sh_type == SHT_GNU_HASH && !gnuhash) {
+			gnuhash = scn;
+			gnuhash_sh = sh;
+		}
 	}
 	/* .symtab first: static cudart's entry points are local to the executable's .symtab,
 	 * and a name there is at least as precise as the exported one. */
-	for (int pass = 0; pass < 2; pass++) {
-		scn = NULL;
-		while ((scn = elf_nextscn(elf, scn))) {
-			GElf_Shdr sh;
+	if (symtab)
+		scan(elf, symtab, &symtab_sh, w);
+	if (dynsym && w->found < n) {
+		struct hashed h;
+		bool hashed = false;
 
-			if (!gelf_getshdr(scn, &sh))
-				continue;
-			if (sh.sh_type == (pass == 0 ? SHT_SYMTAB : SHT_DYNSYM))
-				scan(elf, scn, &sh, slots, want, &found);
-		}
+		if (gnuhash && !(flags & ELFSYM_SCAN) && hashed_open(elf, fd, &gnuhash_sh, &h) == 0 &&
+		    elf_ndxscn(dynsym) == gnuhash_sh.sh_link)
+			hashed = hash_all(elf, &h, w) == 0;
+		if (!hashed)
+			scan(elf, dynsym, &dynsym_sh, w);
 	}
 	elf_end(elf);
-	return found;
+	ret = w->found;
+out:
+	free(w);
+	return ret;
+}
+
+int elfsym__lookup_fd(int fd, struct elfsym_want *want, int n)
+{
+	return elfsym__lookup_fd_flags(fd, want, n, 0);
 }
 
 int elfsym__addr_to_offset_fd(int fd, uint64_t addr, uint64_t *offset)

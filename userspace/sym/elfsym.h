@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Find many function symbols of one ELF object in a single pass over .symtab and .dynsym,
- * and turn their addresses into the file offsets that uprobes attach to. The object is a
- * target's file: untrusted input, read through libelf with every index bounded. */
+/* Find many function symbols of one ELF object, in one pass over its .symtab and through
+ * the .gnu.hash of its .dynsym (a pass over .dynsym where it has none), and turn their
+ * addresses into the file offsets that uprobes attach to. The object is a target's file:
+ * untrusted input, read through libelf and bounded reads, every index checked. */
 #ifndef GPUBPF_ELFSYM_H
 #define GPUBPF_ELFSYM_H
 
@@ -17,6 +18,10 @@ struct elfsym_want {
  * symbols; .symtab wins over .dynsym). Returns how many were found, or a negative errno
  * (-ENOEXEC: not an ELF object). */
 int elfsym__lookup_fd(int fd, struct elfsym_want *want, int n);
+
+/* ELFSYM_SCAN: pass over .dynsym even where .gnu.hash could answer (tests compare). */
+#define ELFSYM_SCAN 1u
+int elfsym__lookup_fd_flags(int fd, struct elfsym_want *want, int n, unsigned flags);
 
 /* Translate a virtual address of the object at FD into a file offset via its PT_LOAD
  * segments. 0 or -ENOENT. */
