@@ -2,8 +2,10 @@
 /* A start-up among many mappings: map MAPPINGS one-page regions of its own executable
  * (none merge: a CUDA job's thread stacks and driver reservations count in the
  * thousands), then dlopen gpubpf's own dependencies one by one. A command gpubpf
- * started is held at each load until its tracers have read the process's maps. Usage:
- * maps_loads [MAPPINGS]. Prints "maps_loads: M mappings, N dlopens in S s" (the loads
+ * started is held at each load until its tracers have read the process's maps and the
+ * new objects' symbols. Usage: maps_loads [MAPPINGS [LIBRARY...]]: the libraries named
+ * instead of those (large C++ libraries, as a PyTorch start-up loads, export tens of
+ * thousands of functions). Prints "maps_loads: M mappings, N dlopens in S s" (the loads
  * alone). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -17,11 +19,11 @@ int main(int argc, char **argv)
 {
 	static const char *const libs[] = {"libm.so.6",	  "libz.so.1",	  "libelf.so.1",     "libdw.so.1",
 					   "libbpf.so.1", "libcurl.so.4", "libjansson.so.4", "libzstd.so.1"};
-	int k = argc > 1 ? atoi(argv[1]) : 3000, fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC), n = 0;
+	int k = argc > 1 ? atoi(argv[1]) : 3000, fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC), n = 0, want;
 	double t0;
 
 	if (fd < 0 || k < 0 || k > 60000) {
-		fprintf(stderr, "usage: maps_loads [MAPPINGS <= 60000]\n");
+		fprintf(stderr, "usage: maps_loads [MAPPINGS <= 60000 [LIBRARY...]]\n");
 		return 2;
 	}
 	for (int i = 0; i < k; i++)
@@ -30,8 +32,19 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	t0 = wl_now();
-	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++)
-		n += dlopen(libs[i], RTLD_NOW) != NULL;
+	if (argc > 2) {
+		want = argc - 2;
+		for (int i = 2; i < argc; i++)
+			n += dlopen(argv[i], RTLD_NOW) != NULL;
+	} else {
+		want = (int)(sizeof(libs) / sizeof(libs[0]));
+		for (int i = 0; i < want; i++)
+			n += dlopen(libs[i], RTLD_NOW) != NULL;
+	}
+	if (n != want) {
+		fprintf(stderr, "maps_loads: %d of %d libraries would not load: %s\n", want - n, want, dlerror());
+		return 1;
+	}
 	printf("maps_loads: %d mappings, %d dlopens in %.4f s\n", k, n, wl_now() - t0);
 	return 0;
 }
