@@ -89,9 +89,12 @@ tools: $(WL_BINS) $(UNIT_BINS) $(UNIT_SAN_BINS) $(BUILD)/gpubpf-san
 -include $(wildcard tests/workloads/probe/Makefile.inc)
 
 # libbpf 1.4 (bpf_link_create's uprobe_multi: userspace/trace/umulti.c) from Debian 12's
-# backports; Debian 12 itself has 1.1.2.
+# backports; Debian 12 itself has 1.1.2. elfutils 0.192 from there too: 0.188's libdw reads
+# past a malformed .debug_line of a target's file (tests/fuzz/fuzz_symobj.c finds it in
+# seconds), and the symbolizer refuses DWARF from a libdw older than 0.192 (syms_dwarf.c).
 BACKPORTS := /etc/apt/sources.list.d/gpubpf-bookworm-backports.list
 LIBBPF_MIN := 1:1.4
+ELFUTILS_MIN := 0.192
 
 deps:
 	$(Q)if ! dpkg -s $(DEB_PKGS) >/dev/null 2>&1; then \
@@ -105,6 +108,14 @@ deps:
 		echo "deb http://deb.debian.org/debian bookworm-backports main" > $(BACKPORTS) && \
 		apt-get update -qq && \
 		apt-get install -y -qq --no-install-recommends -t bookworm-backports libbpf-dev libbpf1 >/dev/null; \
+	fi
+	$(Q)if ! dpkg --compare-versions "$$(dpkg-query -W -f='$${Version}' libdw-dev 2>/dev/null)" ge $(ELFUTILS_MIN); then \
+		echo "  DEPS     installing elfutils $(ELFUTILS_MIN) or later from bookworm-backports"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		echo "deb http://deb.debian.org/debian bookworm-backports main" > $(BACKPORTS) && \
+		apt-get update -qq && \
+		apt-get install -y -qq --no-install-recommends -t bookworm-backports \
+			libelf-dev libdw-dev libelf1 libdw1 elfutils >/dev/null; \
 	fi
 
 $(BUILD)/bpf $(BUILD)/obj $(BUILD)/san $(BUILD)/proto $(BUILD)/tests $(BUILD)/tests/san $(BUILD)/workloads:

@@ -23,7 +23,13 @@ declare -A SRCS=(
 	[pylines]="userspace/trace/python_lines.c userspace/trace/python_util.c"
 	[dlstate]="userspace/trace/dlstate.c userspace/sym/procmaps.c userspace/lib/hmap.c -lelf"
 	[elfsym]="userspace/sym/elfsym.c -lelf"
+	[symobj]="userspace/sym/syms.c userspace/sym/syms_obj.c userspace/sym/syms_dwarf.c userspace/sym/syms_proc.c
+		userspace/sym/procmaps.c userspace/sym/procroot.c userspace/sym/perfmap.c userspace/sym/demangle.c
+		userspace/sym/kallsyms.c userspace/lib/hmap.c userspace/lib/readfile.c userspace/lib/mapsnap.c
+		userspace/lib/vec.c userspace/lib/log.c -ldw -lelf -lz -lbpf"
 )
+# inputs longer than 4096 bytes where a seed needs them (an object with DWARF)
+declare -A MAXLEN=([symobj]=8192)
 
 seed() { # name dir
 	case $1 in
@@ -64,6 +70,13 @@ seed() { # name dir
 			-Wl,-z,noseparate-code -Wl,-z,norelro "$2/s.c" -o "$2/a" && strip -o "$2/b" "$2/a"
 		rm -f "$2/s.c"
 		;;
+	symobj)
+		# a small shared object with DWARF (an inlined call) and a stripped copy
+		printf 'static int inl(int x){return x*3;}\n__attribute__((noinline)) int g(int x){return inl(x)+1;}\nint cudaLaunchKernel(int y){return g(y)+2;}\n' >"$2/s.c"
+		cc -g -O2 -shared -fPIC -nostdlib -Wl,--hash-style=gnu -Wl,-z,max-page-size=0x10 -Wl,-z,noseparate-code \
+			-Wl,-z,norelro "$2/s.c" -o "$2/a" && strip -o "$2/b" "$2/a"
+		rm -f "$2/s.c"
+		;;
 	demangle)
 		printf 'void (anonymous namespace)::f<int>(int)' >"$2/a"
 		printf 'std::vector<int, std::allocator<int> >::size() const' >"$2/b"
@@ -80,7 +93,7 @@ if ! command -v "$CLANG" >/dev/null 2>&1; then
 fi
 
 INC="-Iuserspace/lib -Iuserspace/sym -Iuserspace/model -Iuserspace/out -Iuserspace/trace"
-for name in procmaps perfmap kallsyms demangle pbscan ttyesc pylines dlstate elfsym; do
+for name in procmaps perfmap kallsyms demangle pbscan ttyesc pylines dlstate elfsym symobj; do
 	bin=$out/fuzz_$name
 	log=$out/fuzz_$name.log
 	if ! "$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $INC \
@@ -91,7 +104,7 @@ for name in procmaps perfmap kallsyms demangle pbscan ttyesc pylines dlstate elf
 	fi
 	corpus=$(mktemp -d "${TMPDIR:-/tmp}/gpubpf-fuzz-$name.XXXXXX")
 	seed "$name" "$corpus"
-	if timeout 300 "$bin" -runs="$RUNS" -max_total_time="${FUZZ_MAX_SECONDS:-60}" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
+	if timeout 300 "$bin" -runs="$RUNS" -max_total_time="${FUZZ_MAX_SECONDS:-60}" -max_len="${MAXLEN[$name]:-4096}" -timeout=10 -rss_limit_mb=2048 \
 		-artifact_prefix="$out/crash-$name-" "$corpus" >>"$log" 2>&1; then
 		echo "PASS fuzz:$name"
 	else

@@ -2,7 +2,10 @@
 /* Symbolizer tests on the fixtures of syms_fixture.h: names, lines, inlined frames and
  * modules of PIE, non-PIE, stripped and C++ programs and a shared library. */
 #define _GNU_SOURCE
+#include <elfutils/libdwfl.h>
+
 #include "syms_fixture.h"
+#include "syms_int.h"
 
 TEST(pie_and_exit)
 {
@@ -176,6 +179,21 @@ TEST(cxx_demangled)
 	}
 }
 
+/* DWARF is read only through a libdw that reads a malformed line table safely; make deps
+ * installs one, so the tests above read lines with it. */
+TEST(libdw_version_gate)
+{
+	CHECK(sy_libdw_version_safe("0.192"));
+	CHECK(sy_libdw_version_safe("0.193"));
+	CHECK(sy_libdw_version_safe("1.0"));
+	CHECK(!sy_libdw_version_safe("0.188"));
+	CHECK(!sy_libdw_version_safe("0.19"));
+	CHECK(!sy_libdw_version_safe(""));
+	CHECK(!sy_libdw_version_safe("elfutils"));
+	CHECK(!sy_libdw_version_safe(NULL));
+	CHECK(sy_libdw_version_safe(dwfl_version(NULL)));
+}
+
 int main(int argc, char **argv)
 {
 	T_BEGIN(argv);
@@ -184,6 +202,7 @@ int main(int argc, char **argv)
 	RUN(non_pie);
 	RUN(stripped_with_build_id_debug_file);
 	RUN(cxx_demangled);
+	RUN(libdw_version_gate);
 	remove_fixtures();
 	return T_END();
 }

@@ -5,6 +5,7 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -81,11 +82,41 @@ done:
 		qsort(o->cus, o->ncus, sizeof(*o->cus), cu_range_cmp);
 }
 
+/* Is libdw VERSION ("0.192") one that reads a malformed .debug_line safely? 0.188
+ * (Debian 12's) reads past its end in dwarf_getsrclines (tests/fuzz/fuzz_symobj.c finds
+ * it in seconds); 0.192 ran clean under the same harness. */
+bool sy_libdw_version_safe(const char *version)
+{
+	unsigned major, minor;
+
+	return version && sscanf(version, "%u.%u", &major, &minor) == 2 && (major > 0 || minor >= SY_LIBDW_SAFE);
+}
+
+/* A target's DWARF is read only with a libdw that is safe on it (said once). */
+static bool libdw_safe(void)
+{
+	static int safe = -1;
+
+	if (safe < 0) {
+		const char *v = dwfl_version(NULL);
+
+		safe = sy_libdw_version_safe(v);
+		if (!safe)
+			pr_warn("libdw %s reads past a malformed line table of a target's file (fixed in 0.%d): "
+				"source lines and inlined frames are not read, functions are named from symbol "
+				"tables; install elfutils 0.%d or later (make deps does)",
+				v ? v : "(unknown)", SY_LIBDW_SAFE, SY_LIBDW_SAFE);
+	}
+	return safe;
+}
+
 static Dwarf *obj_dwarf(struct obj *o)
 {
 	if (o->dw_tried)
 		return o->dw;
 	o->dw_tried = true;
+	if (!libdw_safe())
+		return NULL;
 	if (o->dbg_elf && sy_elf_has_dwarf(o->dbg_elf))
 		o->dw = dwarf_begin_elf(o->dbg_elf, DWARF_C_READ, NULL);
 	if (!o->dw && sy_elf_has_dwarf(o->elf))

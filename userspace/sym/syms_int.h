@@ -176,6 +176,9 @@ struct obj *sy_vdso_obj(struct syms *s, uint64_t target_size);
 
 /* ---- syms_dwarf.c ---- */
 
+#define SY_LIBDW_SAFE 192 /* the first 0.x read safely */
+bool sy_libdw_version_safe(const char *version);
+
 struct frames *sy_obj_frames(struct syms *s, struct obj *o, uint64_t vaddr);
 
 /* ---- syms_proc.c ---- */
