@@ -167,16 +167,21 @@ $(BUILD)/gpubpf: $(BUILD)/obj/main.o $(LIB_OBJS)
 
 # A static gpubpf (and the injection library beside it) to carry to a machine that has
 # a GPU but not our build dependencies: tests/gpu/README.md. libdw's own dependencies
-# (lzma, bzip2) must be named when linking it statically.
+# (lzma, bzip2, zstd) must be named when linking it statically.
 # libcurl has no static build of its own dependencies here: the static binary's agent
 # writes files (--output-dir) and says so for --server.
 static: $(BUILD)/gpubpf-static
 $(BUILD)/obj/ingest-nocurl.o: userspace/cmd/ingest.c $(SKELS) $(PROTO_H) | $(BUILD)/obj $(VERSION_H)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -DGPUBPF_NO_CURL -c $< -o $@
-$(BUILD)/gpubpf-static: $(BUILD)/obj/main.o $(filter-out $(BUILD)/obj/ingest.o,$(LIB_OBJS)) $(BUILD)/obj/ingest-nocurl.o
+# elfutils 0.192's static libraries lack its tsearch wrappers: userspace/static/eu_search.c.
+$(BUILD)/obj/eu_search.o: userspace/static/eu_search.c | $(BUILD)/obj
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+$(BUILD)/gpubpf-static: $(BUILD)/obj/main.o $(filter-out $(BUILD)/obj/ingest.o,$(LIB_OBJS)) $(BUILD)/obj/ingest-nocurl.o \
+		$(BUILD)/obj/eu_search.o
 	$(call msg,LINK,$@)
-	$(Q)$(CC) -static $(CFLAGS) $^ $(filter-out -lcurl,$(LDLIBS)) -lelf -lz -llzma -lbz2 -o $@ 2>&1 | \
+	$(Q)$(CC) -static $(CFLAGS) $^ $(filter-out -lcurl,$(LDLIBS)) -lelf -lz -llzma -lbz2 -lzstd -o $@ 2>&1 | \
 		{ grep -v 'statically linked applications requires at runtime\|in function' || true; }
 	$(Q)test -x $@
 

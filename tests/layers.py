@@ -8,7 +8,8 @@ Besides those: the headers BPF shares with userspace (bpf/*.h, as "../../bpf/X.h
 trace and cmd; BPF skeletons (X.skel.h) from trace; the pprof protobuf
 (profile.pb-c.h) from out; the generated version.h (the Makefile's GPUBPF_VERSION) from out
 and cmd. userspace/inject/ is a library loaded into the target: it
-includes nothing of gpubpf's but bpf/cupti.h. A header named that is not in the tree is
+includes nothing of gpubpf's but bpf/cupti.h. userspace/static/ holds what only the static
+binary links (stand-ins for what a static library lacks): it includes nothing of gpubpf's. A header named that is not in the tree is
 a failure too (a stale include would hide a layer). The repository's root tracks only the
 entry points (Makefile, README.md, .clang-format, .gitignore).
 
@@ -53,6 +54,8 @@ def check_file(path, layer, where):
                     bad.append(f"{at}: no such file")
                 elif not ok:
                     bad.append(f"{at}: BPF's shared headers are for trace and cmd")
+            elif layer == "static":
+                bad.append(f"{at}: userspace/static/ includes nothing of gpubpf's")
             elif layer == "inject":
                 if not os.path.exists(os.path.join(os.path.dirname(path), inc)):
                     bad.append(f"{at}: the injection library includes only its own headers")
@@ -75,7 +78,7 @@ def check_file(path, layer, where):
 def main():
     where = headers()
     fails = 0
-    for layer in LAYERS + ["inject"]:
+    for layer in LAYERS + ["inject", "static"]:
         d = os.path.join(ROOT, "userspace", layer)
         bad = []
         for f in sorted(os.listdir(d)):
