@@ -3,6 +3,7 @@
  * replacement, insertion order, keys that differ in one word; the index table with
  * colliding hashes, where only the owner's comparison tells keys apart. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,6 +88,13 @@ TEST(index_table_collisions)
 	CHECK(!t.slots && !t.cap && !t.n);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 TEST(hash_of_bytes)
 {
 	/* equal bytes hash alike; the low bits (the table's index) differ for near keys */
@@ -94,6 +102,43 @@ TEST(hash_of_bytes)
 	CHECK(htab__bytes("abc", 3) != htab__bytes("abd", 3));
 	CHECK((htab__bytes("a1", 2) & 63) != (htab__bytes("a2", 2) & 63) ||
 	      (htab__bytes("a2", 2) & 63) != (htab__bytes("a3", 2) & 63));
+	/* a tail padded with zeros is not a longer input; nor is the empty one */
+	CHECK(htab__bytes("ab", 2) != htab__bytes("ab\0", 3));
+	CHECK(htab__bytes("abcdefgh", 8) != htab__bytes("abcdefgh\0", 9));
+	CHECK(htab__bytes("", 0) != htab__bytes("\0", 1));
+	/* the same top bit flipped in two words does not cancel */
+	{
+		unsigned char a[16] = {0}, b[16] = {0};
+
+		b[7] = b[15] = 0x80;
+		CHECK(htab__bytes(a, 16) != htab__bytes(b, 16));
+	}
+}
+
+/* Maps-like lines, one mapping apart: no two of 100,000 hash alike, and their low bits (a
+ * table's index) spread evenly over 1024 slots. */
+TEST(hash_of_lines_spreads)
+{
+	enum { N = 100000, SLOTS = 1024 };
+	uint64_t *h = malloc(N * sizeof(*h));
+	int count[SLOTS] = {0}, most = 0;
+	char line[128];
+
+	CHECK(h != NULL);
+	for (int i = 0; i < N; i++) {
+		int len = snprintf(line, sizeof(line), "7f%010x-7f%010x r-xp 00000000 08:01 1234 /usr/lib/libx.so\n",
+				   i * 4096, (i + 1) * 4096);
+
+		h[i] = htab__bytes(line, (size_t)len);
+		count[h[i] % SLOTS]++;
+	}
+	for (int i = 0; i < SLOTS; i++)
+		most = count[i] > most ? count[i] : most;
+	qsort(h, N, sizeof(*h), cmp_u64);
+	for (int i = 1; i < N; i++)
+		CHECK(h[i] != h[i - 1]);
+	free(h);
+	CHECK(most < 2 * N / SLOTS); /* mean 98 */
 }
 
 int main(int argc, char **argv)
@@ -102,5 +147,6 @@ int main(int argc, char **argv)
 	RUN(map_put_get_grow);
 	RUN(index_table_collisions);
 	RUN(hash_of_bytes);
+	RUN(hash_of_lines_spreads);
 	return T_END();
 }

@@ -66,15 +66,22 @@ uint64_t htab__final(uint64_t x)
 	return x;
 }
 
+/* Eight bytes a step (FxHash's rotate, xor and multiply): a process's maps text, hashed
+ * at every hold to see whether it changed, is hundreds of KB with thousands of mappings,
+ * and FNV-1a's byte a step took 0.5 ms of each. The length goes in first, so a short tail
+ * padded with zeros is no other input's. */
 uint64_t htab__bytes(const void *p, size_t n)
 {
 	const unsigned char *b = p;
-	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+	uint64_t h = 0xcbf29ce484222325ULL ^ n, w;
 
-	for (size_t i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ULL;
+	for (; n >= 8; n -= 8, b += 8) {
+		memcpy(&w, b, 8);
+		h = ((h << 5 | h >> 59) ^ w) * 0x517cc1b727220a95ULL;
 	}
+	w = 0;
+	memcpy(&w, b, n);
+	h = ((h << 5 | h >> 59) ^ w) * 0x517cc1b727220a95ULL;
 	return htab__final(h);
 }
 

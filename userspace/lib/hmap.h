@@ -43,8 +43,8 @@ static inline void htab__fill(struct htab *t, struct htab_slot *s, uint64_t hash
 }
 void htab__clear(struct htab *t);
 
-/* Hashes: of bytes (FNV-1a, finished so that every bit reaches the low ones the table
- * indexes by), and a word folded into a running hash (finish with htab__final). */
+/* Hashes: of bytes (eight a step, finished so that every bit reaches the low ones the
+ * table indexes by), and a word folded into a running hash (finish with htab__final). */
 uint64_t htab__final(uint64_t x);
 uint64_t htab__bytes(const void *p, size_t n);
 static inline uint64_t htab__word(uint64_t h, uint64_t v)
