@@ -174,14 +174,17 @@ static: $(BUILD)/gpubpf-static
 $(BUILD)/obj/ingest-nocurl.o: userspace/cmd/ingest.c $(SKELS) $(PROTO_H) | $(BUILD)/obj $(VERSION_H)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -DGPUBPF_NO_CURL -c $< -o $@
-# elfutils 0.192's static libraries lack its tsearch wrappers: userspace/static/eu_search.c.
+# elfutils 0.192's static libraries lack its tsearch wrappers: userspace/static/eu_search.c,
+# linked with them wherever libelf is linked statically (here and ret_delay).
 $(BUILD)/obj/eu_search.o: userspace/static/eu_search.c | $(BUILD)/obj
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+STATIC_ELF_LIBS := $(BUILD)/obj/eu_search.o -lelf -lz -llzma -lbz2 -lzstd
 $(BUILD)/gpubpf-static: $(BUILD)/obj/main.o $(filter-out $(BUILD)/obj/ingest.o,$(LIB_OBJS)) $(BUILD)/obj/ingest-nocurl.o \
 		$(BUILD)/obj/eu_search.o
 	$(call msg,LINK,$@)
-	$(Q)$(CC) -static $(CFLAGS) $^ $(filter-out -lcurl,$(LDLIBS)) -lelf -lz -llzma -lbz2 -lzstd -o $@ 2>&1 | \
+	$(Q)$(CC) -static $(CFLAGS) $(filter-out $(BUILD)/obj/eu_search.o,$^) $(filter-out -lcurl,$(LDLIBS)) \
+		$(STATIC_ELF_LIBS) -o $@ 2>&1 | \
 		{ grep -v 'statically linked applications requires at runtime\|in function' || true; }
 	$(Q)test -x $@
 
