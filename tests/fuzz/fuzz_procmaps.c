@@ -25,6 +25,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					abort();
 				if (procmaps__is_file(&e) && e.path[0] != '/')
 					abort();
+				/* the readers' look before the parse never turns code away */
+				if (e.exec && !procmaps__maybe_exec(p, (size_t)(le - p)))
+					abort();
 			}
 			if (!pass || !nl)
 				break;

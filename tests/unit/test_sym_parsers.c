@@ -78,6 +78,20 @@ TEST(maps_parser)
 	CHECK_INT(parse_maps("7f00-7f10 r-xp 0 00:00 99999999999999999999999", &e), -EINVAL);
 	CHECK_INT(procmaps__parse_line("7f00-7f10 r-xp 0 00:00 0 /a\n/b", 31, &e), -EINVAL);
 	CHECK_INT(procmaps__parse_line(NULL, 0, &e), -EINVAL);
+
+	/* the readers' look before the parse: code kept, the rest turned away */
+#define MAYBE_X(s) procmaps__maybe_exec(s, strlen(s))
+	CHECK(MAYBE_X("55d0c2a00000-55d0c2a21000 r-xp 00002000 08:01 1234567 /usr/bin/cat\n"));
+	CHECK(MAYBE_X("ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0  [vsyscall]"));
+	CHECK(MAYBE_X("7f00-7f10 rwxs 0 00:00 0"));
+	CHECK(!MAYBE_X("7f0000000000-7f0000010000 rw-p 00000000 00:00 0"));
+	CHECK(!MAYBE_X("7f0000000000-7f0000010000 r--p 00000000 08:01 12 /usr/lib/libx.so"));
+	CHECK(!MAYBE_X("7f0000000000-7f0000010000 ---p 00000000 00:00 0"));
+	CHECK(!MAYBE_X("7f00-7f10 r-"));
+	CHECK(!MAYBE_X("7f00-7f10"));
+	CHECK(!MAYBE_X(""));
+	CHECK(!procmaps__maybe_exec("7f00-7f10 r-xp", 11)); /* the x is past LEN */
+#undef MAYBE_X
 }
 
 static int parse_pm(const char *line, uint64_t *start, uint64_t *size, char *name, size_t cap)

@@ -25,10 +25,12 @@ int objscan__pid(int pid, int key_pid, struct hmap *seen, objscan_fn cb, void *c
 		struct procmaps_entry e;
 		struct procroot_rule rule = {.same_file = true};
 		char path[4096];
+		size_t len = strlen(line);
 		uint64_t dev;
 		int ofd;
 
-		if (procmaps__parse_line(line, strlen(line), &e) || !e.exec || !procmaps__is_file(&e) || e.deleted)
+		if (!procmaps__maybe_exec(line, len) || procmaps__parse_line(line, len, &e) || !e.exec ||
+		    !procmaps__is_file(&e) || e.deleted)
 			continue;
 		dev = makedev(e.dev_major, e.dev_minor);
 		if (hmap__get(seen, (uint64_t)key_pid, dev, e.inode, NULL))

@@ -130,3 +130,10 @@ bool procmaps__is_file(const struct procmaps_entry *e)
 {
 	return e->path && e->path_len && e->path[0] == '/';
 }
+
+bool procmaps__maybe_exec(const char *line, size_t len)
+{
+	const char *sp = memchr(line, ' ', len);
+
+	return sp && (size_t)(sp - line) + 3 < len && sp[3] == 'x';
+}

@@ -23,6 +23,13 @@ struct procmaps_entry {
 /* Parse LINE[0..LEN) (a trailing '\n' is allowed). Returns 0 or -EINVAL. */
 int procmaps__parse_line(const char *line, size_t len, struct procmaps_entry *e);
 
+/* Could LINE[0..LEN) be an executable mapping ("start-end r-xp ...")? A byte's look,
+ * before the parse: most of a large process's mappings (stacks, heaps, a driver's
+ * reservations, data) are not, and readers that want only code (the object scans,
+ * Python's tracking) skip them. False for every line procmaps__parse_line parses to a
+ * mapping without exec (and for some it would refuse). */
+bool procmaps__maybe_exec(const char *line, size_t len);
+
 /* True for a path naming a file ("/..."), false for "[heap]", "[vdso]", anonymous etc. */
 bool procmaps__is_file(const struct procmaps_entry *e);
 

@@ -259,9 +259,11 @@ int python__track(struct python *py, int pid)
 		struct procmaps_entry e;
 		char obj[4096];
 		struct stat stt;
+		size_t len = strlen(line);
 		int fd;
 
-		if (procmaps__parse_line(line, strlen(line), &e) || !e.exec || !procmaps__is_file(&e))
+		if (!procmaps__maybe_exec(line, len) || procmaps__parse_line(line, len, &e) || !e.exec ||
+		    !procmaps__is_file(&e))
 			continue;
 		nfiles++;
 		if (!first && !basename_has_python(e.path, e.path_len))

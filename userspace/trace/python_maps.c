@@ -216,8 +216,9 @@ int py_read_maps(struct py_pid *pp)
 		return -errno ? -errno : -ENOENT;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		struct procmaps_entry e;
+		size_t len = strlen(line);
 
-		if (procmaps__parse_line(line, strlen(line), &e) || !e.exec)
+		if (!procmaps__maybe_exec(line, len) || procmaps__parse_line(line, len, &e) || !e.exec)
 			continue;
 		if (n == cap) {
 			int ncap = cap ? cap * 2 : 64;
