@@ -113,6 +113,16 @@ def main():
             results.append(bench_holds.holds_row(
                 G, "large C++ libraries loaded (maps_loads 0 libLLVM-14 libclang-cpp14: 76k dynamic symbols)",
                 [os.path.join(WL, "maps_loads"), "0", *big], r"dlopens in ([0-9.]+) s", 2 * RUNS - 1))
+        # the CUDA libraries a PyTorch start-up loads, among 1500 mappings
+        lib64 = os.path.join(os.environ.get("CUDA_HOME") or "/usr/local/cuda", "lib64")
+        cuda = [os.path.join(lib64, n) for n in (
+            "libcudart.so.13", "libcublasLt.so.13", "libcublas.so.13", "libcudnn.so.9", "libcufft.so.12",
+            "libcurand.so.10", "libcusparse.so.12", "libcusolver.so.12", "libnccl.so.2", "libnvrtc.so.13",
+            "libcupti.so.13", "libnvJitLink.so.13")]
+        if all(os.path.exists(c) for c in cuda):
+            results.append(bench_holds.holds_row(
+                G, "the CUDA toolkit's libraries loaded among 1500 mappings (maps_loads 1500: 12 dlopens)",
+                [os.path.join(WL, "maps_loads"), "1500", *cuda], r"dlopens in ([0-9.]+) s", 2 * RUNS - 1))
     for name in ("cuda", "python"):
         extra = os.path.join(os.path.dirname(__file__), f"bench_{name}.py")
         if os.path.exists(extra) and name in which:
