@@ -131,6 +131,8 @@ static void scan(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct wanted *w)
  * PyTorch library's are tens of MB, read while the target is held). Every read is bounded
  * by the sections' sizes; a table that does not add up falls back to the scan. */
 
+#define HASH_CHAIN_MAX 4096
+
 struct hashed {
 	int fd;
 	uint64_t hash_off, hash_size; /* .gnu.hash */
@@ -197,7 +199,9 @@ static int hash_lookup(const struct hashed *h, const char *name, GElf_Sym *out)
 	if (bucket < h->symoffset)
 		return -EINVAL;
 	chain_at = 16 + (uint64_t)h->maskwords * 8 + (uint64_t)h->nbuckets * 4;
-	for (uint64_t i = bucket; i < h->nsyms; i++) {
+	/* A linker's chains hold a few names each; a file whose chain runs on for thousands
+	 * (a read each) is given to the scan instead. */
+	for (uint64_t i = bucket; i < h->nsyms && i - bucket < HASH_CHAIN_MAX; i++) {
 		uint32_t chain;
 		Elf64_Sym sym;
 
@@ -225,7 +229,7 @@ static int hash_lookup(const struct hashed *h, const char *name, GElf_Sym *out)
 		if (chain & 1)
 			return 0;
 	}
-	return -EINVAL; /* a chain that runs off the table */
+	return -EINVAL; /* a chain that runs off the table, or on too long */
 }
 
 /* Fill H from the .gnu.hash whose header is HSH, or -ENOTSUP/-EINVAL when it cannot serve. */
