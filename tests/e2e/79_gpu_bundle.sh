@@ -99,6 +99,15 @@ row_like "selftest:windows-late-row" "launch_loop: CUDA windows opened late (by,
 # a started command's holds at its exec and loads (a PyTorch import's start-up on a GPU)
 row_like "selftest:holds-row" "launch_loop: start-up holds of the started command: how many, in all, the longest; the dynamic linker's calls let go with no hold" \
 	'^[0-9]+, [0-9.]+ ms, [0-9.]+ ms; [0-9]+\|INFO$'
+# the PyTorch loop's start-up line (train_loop.py prints it; no PyTorch here) as the
+# start-up row reads it: the import and the driver's load added, a run without it left out
+got=$(cd "$B" && OUT=$TMP/startup python3 -c '
+import gpu_device as d
+print(d.startup("a\ntrain_loop: start-up: import torch 2.345 s, the driver 0.512 s\nb"), d.startup("none"),
+      d.startup(None))' 2>&1)
+[ "$got" = "2.857 None None" ] && pass "selftest:startup-parse" || fail "selftest:startup-parse" "'$got'"
+grep -q 'print(f"train_loop: start-up: import torch {' "$B/train_loop.py" && pass "selftest:startup-line" ||
+	fail "selftest:startup-line" "train_loop.py prints no start-up line the row reads"
 # item 14: the job ran under device time, and lived
 got=$(row "the job survives device time: launch_loop --spin-us 4")
 [ "$got" = "died in 0 of 1 runs|PASS" ] && pass "selftest:survives-row" || fail "selftest:survives-row" "'$got'"

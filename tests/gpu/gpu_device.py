@@ -17,6 +17,7 @@ def check_pytorch():
     dflt = os.path.join(OUT, "train-default.pb.gz")
     rc, out = run("train-exact", [GPUBPF, "record", "--exact", "-o", exact, "--", PY, train, "--iters", str(ITERS)],
                   env={"GPUBPF_INJECT_MAX_RATE": "0"})
+    exact_out, prof_out = out, None
     if rc or not os.path.exists(exact):
         result("1-3", "PyTorch loop under gpubpf --exact", "rc %d: %s" % (rc, out.strip().splitlines()[-1:]),
                "records", "FAIL")
@@ -39,7 +40,7 @@ def check_pytorch():
 
     # torch.profiler, a separate run (never two CUPTI clients at once)
     tjson = os.path.join(OUT, "torch-profiler.json")
-    rc, _ = run("torch-profiler", [PY, train, "--iters", str(ITERS), "--torch-profile", tjson])
+    rc, prof_out = run("torch-profiler", [PY, train, "--iters", str(ITERS), "--torch-profile", tjson])
     if rc == 0 and os.path.exists(tjson):
         tk = json.load(open(tjson))["kernels"]
         torch_by = {norm(k): v for k, v in tk.items()}
@@ -86,6 +87,25 @@ def check_pytorch():
     result("1", "device time, PyTorch loop, default mode (%d iterations)" % ITERS_DEFAULT, "%.1f ms" % (kt / 1e6) if kt else
            (why.group(1) if why else "none"), "> 0", "PASS" if kt > 0 else "FAIL")
     device_windows(dflt)
+    startup_row({"alone (torch.profiler's run)": prof_out, "--exact (the first run)": exact_out, "default": out})
+
+
+def startup(out):
+    """train_loop's start-up line in OUT: seconds importing torch plus loading the
+    driver, or None."""
+    m = re.search(r"train_loop: start-up: import torch ([0-9.]+) s, the driver ([0-9.]+) s", out or "")
+    return float(m.group(1)) + float(m.group(2)) if m else None
+
+
+def startup_row(outs):
+    """What a started command's holds cost the PyTorch loop's start-up, measured: its
+    import and driver load alone and under `gpubpf record --`, run by run (one each: the
+    first run reads its files cold), beside the holds gpubpf said (the row above)."""
+    got = ["%s %.2f s" % (k, startup(v)) for k, v in outs.items() if startup(v) is not None]
+    if got:
+        result("13", "start-up of the PyTorch loop (import torch, the driver's load), alone and under "
+               "record --", ", ".join(got), "measured", "INFO")
+    return got
 
 
 def device_windows(pb, what="", required=True):

@@ -10,14 +10,18 @@ backward kernels) and SGD optimizer.step; torch.cuda.synchronize() at the end.
 warm-up, and the rate: "train_loop: steps=N seconds=S steps_per_sec=X".
 --torch-profile FILE: the same loop under torch.profiler; FILE gets
 {"iters": N, "kernels": {name: [launches, total device ns]}} from its CUDA kernel events.
-Prints one line: "train_loop: iters=N ..."."""
+Prints "train_loop: start-up: import torch X s, the driver Y s" first (what a started
+command's holds cost shows there), then one line: "train_loop: iters=N ..."."""
 import argparse
 import json
 import sys
 import time
 
-import torch
-import torch.nn as nn
+T_START = time.perf_counter()
+import torch  # noqa: E402  (timed: the import dlopens PyTorch's and CUDA's libraries)
+import torch.nn as nn  # noqa: E402
+
+T_IMPORTED = time.perf_counter()
 
 
 class Net(nn.Module):
@@ -85,6 +89,8 @@ def main():
     if not torch.cuda.is_available():
         print("train_loop: no CUDA device", file=sys.stderr)
         return 2
+    print(f"train_loop: start-up: import torch {T_IMPORTED - T_START:.3f} s, "
+          f"the driver {time.perf_counter() - T_IMPORTED:.3f} s", flush=True)
     torch.backends.cudnn.benchmark = False  # the same algorithms in every run
     if a.seconds:
         timed(a.seconds)
