@@ -181,17 +181,22 @@ TEST(hash_matches_scan)
 }
 
 /* Copy libcudart to a file of ours and break its .gnu.hash at byte AT of the section (4
- * bytes of VALUE): the lookups fall back to the scan and find the same. */
+ * bytes of VALUE; AT < 0: every name is let through to one chain without an end, which
+ * runs on to the table's): the lookups fall back to the scan and find the same. */
 static void broken_hash_case(const char *t_case_name, const char *src, long at, uint32_t value)
 {
 	char tmp[] = "/tmp/gpubpf-elfsym-XXXXXX";
-	struct elfsym_want w[] = {{.name = "cudaLaunchKernel"}, {.name = "cudaMemcpy"}, {.name = "cudaMalloc"}};
+	/* a name it lacks first: its lookup is the one that meets the breakage */
+	struct elfsym_want w[] = {{.name = "cudaNoSuchFunction"},
+				  {.name = "cudaLaunchKernel"},
+				  {.name = "cudaMemcpy"},
+				  {.name = "cudaMalloc"}};
 	int in = open(src, O_RDONLY | O_CLOEXEC), out = mkstemp(tmp);
 	char buf[1 << 16];
 	ssize_t got;
 	Elf *elf;
 	Elf_Scn *scn = NULL;
-	uint64_t hash_off = 0;
+	uint64_t hash_off = 0, hash_size = 0;
 
 	CHECK(in >= 0 && out >= 0);
 	unlink(tmp);
@@ -201,14 +206,37 @@ static void broken_hash_case(const char *t_case_name, const char *src, long at, 
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_GNU_HASH)
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_GNU_HASH) {
 			hash_off = sh.sh_offset;
+			hash_size = sh.sh_size;
+		}
 	}
 	elf_end(elf);
 	CHECK(hash_off != 0);
-	CHECK(pwrite(out, &value, 4, (off_t)(hash_off + at)) == 4);
-	CHECK_INT(elfsym__lookup_fd(out, w, 3), 3);
-	for (int i = 0; i < 3; i++)
+	if (at >= 0) {
+		CHECK(pwrite(out, &value, 4, (off_t)(hash_off + (uint64_t)at)) == 4);
+	} else {
+		uint32_t hdr[4], chain;
+		uint64_t chains;
+
+		CHECK(pread(out, hdr, sizeof(hdr), (off_t)hash_off) == sizeof(hdr));
+		/* a bloom filter that lets every name through, to its chain */
+		for (uint64_t o = 16; o < 16 + (uint64_t)hdr[2] * 8; o += 4)
+			CHECK(pwrite(out, &(uint32_t){~0u}, 4, (off_t)(hash_off + o)) == 4);
+		/* every bucket starts at the first hashed symbol: a lookup walks every chain */
+		for (uint64_t o = 16 + (uint64_t)hdr[2] * 8; o < 16 + (uint64_t)hdr[2] * 8 + (uint64_t)hdr[0] * 4;
+		     o += 4)
+			CHECK(pwrite(out, &hdr[1], 4, (off_t)(hash_off + o)) == 4);
+		chains = 16 + (uint64_t)hdr[2] * 8 + (uint64_t)hdr[0] * 4;
+		for (uint64_t o = chains; o + 4 <= hash_size; o += 4) {
+			CHECK(pread(out, &chain, 4, (off_t)(hash_off + o)) == 4);
+			chain &= ~1u;
+			CHECK(pwrite(out, &chain, 4, (off_t)(hash_off + o)) == 4);
+		}
+	}
+	CHECK_INT(elfsym__lookup_fd(out, w, 4), 3);
+	CHECK_INT(w[0].offset, 0);
+	for (int i = 1; i < 4; i++)
 		CHECK(w[i].offset != 0);
 	close(in);
 	close(out);
@@ -231,6 +259,9 @@ TEST(broken_hash_falls_back)
 	if (t_case_failed)
 		return;
 	broken_hash_case(t_case_name, path, 8, 0x10000000); /* a bloom filter past the section */
+	if (t_case_failed)
+		return;
+	broken_hash_case(t_case_name, path, -1, 0); /* chains without an end */
 	if (t_case_failed)
 		return;
 }
