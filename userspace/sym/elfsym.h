@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Find many function symbols of one ELF object, in one pass over its .symtab and through
- * the .gnu.hash of its .dynsym (a pass over .dynsym where it has none), and turn their
+ * the .gnu.hash of a large .dynsym (a pass over a small one, or one without), and turn their
  * addresses into the file offsets that uprobes attach to. The object is a target's file:
  * untrusted input, read through libelf and bounded reads, every index checked. */
 #ifndef GPUBPF_ELFSYM_H
@@ -19,8 +19,11 @@ struct elfsym_want {
  * (-ENOEXEC: not an ELF object). */
 int elfsym__lookup_fd(int fd, struct elfsym_want *want, int n);
 
-/* ELFSYM_SCAN: pass over .dynsym even where .gnu.hash could answer (tests compare). */
+/* By default .gnu.hash answers for a .dynsym of 4096 symbols or more, and a smaller one is
+ * passed over. ELFSYM_SCAN: pass over .dynsym always; ELFSYM_HASH: use the hash whatever
+ * its size (tests compare the two). */
 #define ELFSYM_SCAN 1u
+#define ELFSYM_HASH 2u
 int elfsym__lookup_fd_flags(int fd, struct elfsym_want *want, int n, unsigned flags);
 
 /* Translate a virtual address of the object at FD into a file offset via its PT_LOAD
