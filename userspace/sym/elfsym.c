@@ -351,8 +351,10 @@ int elfsym__lookup_fd_flags(int fd, struct elfsym_want *want, int n, unsigned fl
 
 		/* A small table is passed over faster than its names are looked up (a few reads
 		 * each): libcudart's 250 names, 0.035 ms by the pass, 0.35 ms by the hash. */
-		if (gnuhash && !(flags & ELFSYM_SCAN) && hashed_open(elf, fd, &gnuhash_sh, &h) == 0 &&
-		    elf_ndxscn(dynsym) == gnuhash_sh.sh_link && (h.nsyms >= HASH_MIN_SYMS || (flags & ELFSYM_HASH)))
+		bool large = dynsym_sh.sh_entsize && dynsym_sh.sh_size / dynsym_sh.sh_entsize >= HASH_MIN_SYMS;
+
+		if (gnuhash && !(flags & ELFSYM_SCAN) && (large || (flags & ELFSYM_HASH)) &&
+		    elf_ndxscn(dynsym) == gnuhash_sh.sh_link && hashed_open(elf, fd, &gnuhash_sh, &h) == 0)
 			hashed = hash_all(elf, &h, w) == 0;
 		if (!hashed)
 			scan(elf, dynsym, &dynsym_sh, w);
