@@ -28,14 +28,6 @@
 
 #include "windows_int.h"
 
-double windows_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static int on_guard(void *ctx, void *data, size_t len)
 {
 	struct windows *w = ctx;
@@ -229,8 +221,8 @@ static void open_window(struct windows *w, int g)
 	 * the thread caught up on the probes' stall (a late attach) */
 	gate = fmax(s->wopen, s->ready);
 	r->bound = s->wclose;
-	cuda__set_window(w->c, g, id, gate, s->wclose);
-	r->open = fmax(windows_now(), gate);
+	r->open = windows_gate_open(w, g, r, gate);
+	s->wclose = r->bound;
 	idle_end(w, g, r->open);
 	s->pending = false;
 	s->cur = r;
@@ -294,20 +286,19 @@ static void open_due(struct windows *w, int g, double t)
 		windows_miss(w, s, t);
 }
 
-/* Close group G's window now: its gate first (the window ends exactly here), then its
- * books. KEEP: the next window opens at once (the probes stay); else they come out once
- * calls in flight have returned. CUT: the guard or the end cut it short. */
-static void close_window(struct windows *w, int g, bool keep, bool cut)
+/* Close group G's window now (or as soon as its gate can be exact): its gate first,
+ * then its books; returns where it closed. KEEP: the next window opens at once (the probes stay); else they come out
+ * once calls in flight have returned. CUT: the guard or the end cut it short. */
+static double close_window(struct windows *w, int g, bool keep, bool cut)
 {
 	struct gstate *s = &w->gs[g];
 	struct wrec *r = s->cur;
 	double busiest, all, hits, len, closed;
 
 	if (!r)
-		return;
-	cuda__set_window(w->c, g, CUDA_WINDOW_CLOSED, 0, 0);
-	/* the gate closed at its bound, however late this thread woke */
-	r->close = fmin(windows_now(), r->bound);
+		return 0;
+	/* at its bound, however late this thread woke; just ahead of now if sooner */
+	r->close = windows_gate_close(w, g, r);
 	r->cut = cut;
 	len = r->close - r->open;
 	pthread_mutex_lock(&w->lock);
@@ -319,8 +310,9 @@ static void close_window(struct windows *w, int g, bool keep, bool cut)
 		s->rate = s->rate > 0 ? (s->rate + hits / len) / 2 : hits / len;
 	governor__observe_closed(w->gv, g, closed);
 	pr_debug("window %u of %s: %.2f ms (%.6f-%.6f s, CLOCK_MONOTONIC), its busiest thread %.3f ms in probes; "
-		 "%.3f ms with no window open before it",
-		 r->id, cuda_group_names[g], len * 1e3, r->open, r->close, busiest * 1e3, closed * 1e3);
+		 "%.3f ms with no window open before it; its gate's stores late by %.0f and %.0f us",
+		 r->id, cuda_group_names[g], len * 1e3, r->open, r->close, busiest * 1e3, closed * 1e3,
+		 r->slip_open * 1e6, r->slip_close * 1e6);
 	/* A window opened late (its gate written after its slot began) saw its slot's
 	 * instants in proportion to its length. A window cut short keeps its design weight:
 	 * the rest of its slot is sampled on its own. */
@@ -334,6 +326,7 @@ static void close_window(struct windows *w, int g, bool keep, bool cut)
 		s->detach_at = r->close;
 		idle_begin(s, r->close);
 	}
+	return r->close;
 }
 
 /* Probes out once their calls in flight have returned (at most a quarter period), unless
@@ -404,9 +397,11 @@ static void guard_check(struct windows *w, double t)
 				pr_debug(
 				    "guard: %s cut at %.0f hits in %.1f ms; the rest of its window sampled 1 in %d",
 				    cuda_group_names[g], n, dt * 1e3, k);
-				close_window(w, g, false, true);
+				/* the rest from where the gate closed */
+				double at = close_window(w, g, false, true);
+
 				w->cuts++;
-				windows_plan(w, g, est_segment_split(t, end, weight), d, false, true);
+				windows_plan(w, g, est_segment_split(at, end, weight), d, false, true);
 				continue;
 			}
 		}
@@ -536,8 +531,9 @@ static void *run(void *arg)
 	pr_debug("windows: %" PRIu64 " opened, %" PRIu64 " cut by the guard, %" PRIu64
 		 " opened late (%.1f ms in all), %" PRIu64 " of them past their slot, %" PRIu64
 		 " segments with none stood in for by the next; probes attached "
-		 "%.2f ms before a window",
-		 w->windows, w->cuts, w->late, w->late_s * 1e3, w->moved, w->missed, w->lead * 1e3);
+		 "%.2f ms before a window; %" PRIu64 " gate bounds stored late, by %.0f us at most",
+		 w->windows, w->cuts, w->late, w->late_s * 1e3, w->moved, w->missed, w->lead * 1e3, w->slips,
+		 w->slip_max * 1e6);
 	for (int g = 0; g < CG__COUNT; g++) {
 		if (w->gs[g].cur)
 			close_window(w, g, true, w->gs[g].wclose > w->stop_t);

@@ -56,6 +56,8 @@ struct windows_summary {
 	uint64_t late;			   /* windows opened late (the window thread woke late) */
 	double late_s;			   /* ... by this much in all */
 	uint64_t missed;		   /* windows that never opened (the next stood in) */
+	uint64_t slips;			   /* gate bounds written late (their thread preempted) ... */
+	double slip_max;		   /* ... by at most this much (windows_gate.c) */
 	double idle_max[CG__COUNT];	   /* per group: the longest its probes were in with no window open */
 	double elapsed;			   /* seconds recorded */
 	/* measured costs to the busiest thread, seconds over the recording */

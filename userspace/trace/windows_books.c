@@ -285,6 +285,8 @@ void windows__summary(struct windows *w, struct windows_summary *out)
 	out->late = w->late;
 	out->late_s = w->late_s;
 	out->missed = w->missed;
+	out->slips = w->slips;
+	out->slip_max = w->slip_max;
 	memcpy(out->idle_max, w->idle_max, sizeof(out->idle_max));
 	out->elapsed = (w->stop_t > 0 ? w->stop_t : windows_now()) - w->start;
 	pthread_mutex_unlock(&w->lock);

@@ -46,14 +46,15 @@ struct wrec {
 	uint32_t id; /* 0: free */
 	int group;
 	size_t period;
-	double weight;	/* 1 / the probability of its instants, by design */
-	double planned; /* the slot's length */
-	double open;	/* the gate opened: calls count from here */
-	double close;	/* ... and closed */
-	double bound;	/* the gate's end, written with it: calls count until then at most */
-	bool cut;	/* the guard or the end of the recording cut it short */
-	bool final;	/* its books are closed */
-	double w_eff;	/* the weight, for its realized length */
+	double weight;		      /* 1 / the probability of its instants, by design */
+	double planned;		      /* the slot's length */
+	double open;		      /* the gate opened: calls count from here */
+	double close;		      /* ... and closed */
+	double bound;		      /* the gate's end, written with it: calls count until then at most */
+	double slip_open, slip_close; /* > 0: the gate's store landed up to this late (windows_gate.c) */
+	bool cut;		      /* the guard or the end of the recording cut it short */
+	bool final;		      /* its books are closed */
+	double w_eff;		      /* the weight, for its realized length */
 	int nthr;
 	struct wthread thr[WIN_THREADS];
 };
@@ -129,6 +130,8 @@ struct windows {
 	uint64_t windows, cuts;
 	uint64_t own_ns;	    /* gpubpf's CPU in the window thread's windows work (the governor's own_window) */
 	uint64_t late, moved;	    /* windows opened late (> LATE_S), moved past their slot */
+	uint64_t slips;		    /* gate bounds whose store may have landed after them ... */
+	double slip_max;	    /* ... by at most this much */
 	uint64_t missed;	    /* segments with no window, stood in for by the next (owed) */
 	double late_s;		    /* how late those opened, in all */
 	double idle_max[CG__COUNT]; /* per group: the longest its probes were in with no window open */
@@ -198,6 +201,16 @@ void windows_miss(struct windows *w, struct gstate *s, double t);
 
 /* Part I of the current period's STRATA equal parts (the last ends with the period). */
 struct est_segment windows_stratum(const struct windows *w, int i, int strata);
+
+/* Window R of group G opens at AT, or AHEAD_S after now if that is later: its id and
+ * bounds written (windows_gate.c). Returns the time it opens, exactly: calls before it
+ * count in no window, unless R->slip_open says the store landed late. */
+double windows_gate_open(struct windows *w, int g, struct wrec *r, double at);
+
+/* Window R of group G closes at its bound, or AHEAD_S after now if that is sooner (the
+ * thread waits for it); its id off then. Returns the time it closed, exactly, unless
+ * R->slip_close says otherwise. */
+double windows_gate_close(struct windows *w, int g, struct wrec *r);
 
 /* The budget is well below the plan's floors: said once, with what to change (under
  * w->lock; windows_report.c). */

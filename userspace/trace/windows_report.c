@@ -338,9 +338,11 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 		    "duty cycles: %s (allocations and name lookups always attached); counts, bytes and waits of "
 		    "windowed groups are estimates of the whole recording; windows opened late: %" PRIu64 ", by %.3g "
 		    "ms in all, and never opened: %" PRIu64 " (the next stood in for them), where gpubpf's window "
-		    "thread woke late (a loaded machine); the longest a group's probes were in with no window open: "
-		    "%s%s",
-		    budget_pct, w->period, duty, sum.late, 1e3 * sum.late_s, sum.missed, idle, ownw);
+		    "thread woke late (a loaded machine); gate bounds whose store may have landed after them (the "
+		    "thread preempted; the calls there in or out of their window): %" PRIu64 ", by at most %.3g ms; "
+		    "the longest a group's probes were in with no window open: %s%s",
+		    budget_pct, w->period, duty, sum.late, 1e3 * sum.late_s, sum.missed, sum.slips, 1e3 * sum.slip_max,
+		    idle, ownw);
 		for (int g = 0; g < CG__COUNT; g++) {
 			if (!w->gs[g].windowed)
 				continue;
