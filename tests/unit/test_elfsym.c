@@ -266,6 +266,79 @@ TEST(broken_hash_falls_back)
 		return;
 }
 
+/* ELFSYM_CUDART reads .symtab only where static cudart may hide: built here, a hidden
+ * cudaLaunchKernel in .symtab alone, in an executable and in libraries with and without
+ * device code (a .nv_fatbin section), with and without a dependency on a libcudart.so.13
+ * (a stand-in built here too). Without the flag, every one of them is found. */
+static int cudart_case(const char *dir, const char *obj)
+{
+	struct elfsym_want w[] = {{.name = "cudaLaunchKernel"}, {.name = "cudaMalloc"}};
+	char path[512];
+	int fd, n;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, obj);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = elfsym__lookup_fd(fd, w, 2) == 1 ? 1 : -100;
+	n = n == 1 ? elfsym__lookup_fd_flags(fd, w, 2, ELFSYM_CUDART) : n;
+	close(fd);
+	return n;
+}
+
+TEST(symtab_where_cudart_hides)
+{
+	char dir[] = "/tmp/gpubpf-elfsym-XXXXXX", cmd[2048];
+	FILE *f;
+
+	if (system("command -v gcc >/dev/null 2>&1"))
+		SKIP("gcc missing");
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(cmd, sizeof(cmd), "%s/obj.c", dir);
+	f = fopen(cmd, "w");
+	CHECK(f != NULL);
+	fputs("__attribute__((visibility(\"hidden\"), noinline)) int cudaLaunchKernel(int x) { return x + 1; }\n"
+	      "#ifdef FATBIN\n__attribute__((section(\".nv_fatbin\"), used)) const char fatbin[16] = {1};\n#endif\n"
+	      "#ifdef MAIN\nint main(int c, char **v) { (void)v; return cudaLaunchKernel(c); }\n#endif\n"
+	      "int obj_entry(int x) { return cudaLaunchKernel(x); }\n",
+	      f);
+	CHECK(fclose(f) == 0);
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && echo 'int cudart_stub;' > stub.c && "
+		 "gcc -shared -fPIC stub.c -Wl,-soname,libcudart.so.13 -o libcudart.so.13 && "
+		 "gcc -shared -fPIC obj.c -o plain.so && "
+		 "gcc -shared -fPIC -DFATBIN obj.c -o fatbin.so && "
+		 "gcc -shared -fPIC -DFATBIN obj.c -Wl,--no-as-needed ./libcudart.so.13 -o fatbin_dyn.so && "
+		 "gcc -DMAIN obj.c -o exe && "
+		 "gcc -DMAIN obj.c -Wl,--no-as-needed ./libcudart.so.13 -o exe_dyn",
+		 dir);
+	CHECK_INT(system(cmd), 0);
+	CHECK_INT(cudart_case(dir, "exe"), 1);		 /* nvcc's default: static cudart */
+	CHECK_INT(cudart_case(dir, "fatbin.so"), 1);	 /* nvcc -shared, cudart hidden in it */
+	CHECK_INT(cudart_case(dir, "plain.so"), 0);	 /* no device code: no static cudart */
+	CHECK_INT(cudart_case(dir, "fatbin_dyn.so"), 0); /* calls the shared libcudart */
+	CHECK_INT(cudart_case(dir, "exe_dyn"), 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK_INT(system(cmd), 0);
+}
+
+/* A real one: NCCL (which PyTorch loads) links cudart statically, its entry points local
+ * to its .symtab beside its kernels' .nv_fatbin. */
+TEST(nccl_static_cudart)
+{
+	const char *home = getenv("CUDA_HOME");
+	struct elfsym_want w[] = {{.name = "cudaLaunchKernel"}, {.name = "cudaMemcpyAsync"}, {.name = "cudaMalloc"}};
+	char path[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/lib64/libnccl.so.2", home && *home ? home : "/usr/local/cuda");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		SKIP("%s is missing (no NCCL here)", path);
+	CHECK_INT(elfsym__lookup_fd_flags(fd, w, 3, ELFSYM_CUDART), 3);
+	close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	T_BEGIN(argv);
@@ -274,5 +347,7 @@ int main(int argc, char **argv)
 	RUN(libcudart);
 	RUN(hash_matches_scan);
 	RUN(broken_hash_falls_back);
+	RUN(symtab_where_cudart_hides);
+	RUN(nccl_static_cudart);
 	return T_END();
 }

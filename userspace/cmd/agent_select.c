@@ -112,7 +112,7 @@ static int verdict_of(struct agent_select *sel, int fd, uint64_t dev, uint64_t i
 	for (int i = 0; i < n; i++)
 		want[i] = (struct elfsym_want){.name = cuda_apis[i].name};
 	want[n] = (struct elfsym_want){.name = "_dl_debug_state"};
-	found = elfsym__lookup_fd(fd, want, n + 1);
+	found = elfsym__lookup_fd_flags(fd, want, n + 1, ELFSYM_CUDART);
 	if (found > 0 && (found > 1 || !want[n].offset))
 		v = V_CUDA;
 	if (found > 0 && want[n].offset && !hmap__get(&sel->dl, 0, dev, ino, NULL)) {

@@ -289,10 +289,74 @@ static int hash_all(Elf *elf, const struct hashed *h, struct wanted *w)
 	return 0;
 }
 
+/* ---- Where static cudart can hide ----
+ * An unstripped object's .symtab is read whole (a rustc's libLLVM: 258k symbols, 20 MB of
+ * names, 12 ms, in the hold of a started command). The CUDA scan needs it only where
+ * static cudart's entry points may be local: an executable (nvcc links cudart statically
+ * by default), or a library with CUDA device code of its own (nvcc -shared, its cudart
+ * hidden). Either one linked against the shared libcudart calls it there instead. */
+
+/* Whether the object has a dynamic dependency on the shared libcudart. DYN: its .dynamic
+ * section; each name is read alone (bounded by .dynstr), not the whole .dynstr. */
+static bool needs_libcudart(Elf *elf, int fd, Elf_Scn *dyn, const GElf_Shdr *dyn_sh)
+{
+	static const char want[] = "libcudart.so";
+	Elf_Data *data = elf_getdata(dyn, NULL);
+	Elf_Scn *strs = elf_getscn(elf, dyn_sh->sh_link);
+	GElf_Shdr str_sh;
+	char name[sizeof(want)];
+
+	if (!data || !strs || !gelf_getshdr(strs, &str_sh) || str_sh.sh_type != SHT_STRTAB || !dyn_sh->sh_entsize)
+		return false;
+	for (size_t i = 0; i < dyn_sh->sh_size / dyn_sh->sh_entsize; i++) {
+		GElf_Dyn d;
+
+		if (!gelf_getdyn(data, (int)i, &d) || d.d_tag == DT_NULL)
+			break;
+		if (d.d_tag != DT_NEEDED || d.d_un.d_val >= str_sh.sh_size ||
+		    str_sh.sh_size - d.d_un.d_val < sizeof(want) - 1)
+			continue;
+		if (read_at(fd, str_sh.sh_offset + d.d_un.d_val, name, sizeof(want) - 1) == 0 &&
+		    !memcmp(name, want, sizeof(want) - 1))
+			return true;
+	}
+	return false;
+}
+
+static bool is_executable(Elf *elf)
+{
+	GElf_Ehdr eh;
+	size_t nph;
+
+	if (!gelf_getehdr(elf, &eh))
+		return false;
+	if (eh.e_type == ET_EXEC)
+		return true;
+	if (elf_getphdrnum(elf, &nph))
+		return false;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_INTERP)
+			return true;
+	}
+	return false;
+}
+
+/* A section of CUDA device code (nvcc's fat binaries). */
+static bool is_fatbin(Elf *elf, size_t shstrndx, const GElf_Shdr *sh)
+{
+	const char *name = shstrndx ? elf_strptr(elf, shstrndx, sh->sh_name) : NULL;
+
+	return name && (!strcmp(name, ".nv_fatbin") || !strcmp(name, ".nvFatBinSegment"));
+}
+
 int elfsym__lookup_fd_flags(int fd, struct elfsym_want *want, int n, unsigned flags)
 {
-	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL, *gnuhash = NULL;
-	GElf_Shdr symtab_sh = {0}, dynsym_sh = {0}, gnuhash_sh = {0};
+	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL, *gnuhash = NULL, *dyn = NULL;
+	GElf_Shdr symtab_sh = {0}, dynsym_sh = {0}, gnuhash_sh = {0}, dyn_sh = {0};
+	size_t shstrndx = 0;
+	bool fatbin = false;
 	struct wanted *w;
 	Elf *elf;
 	int ret;
@@ -325,12 +389,19 @@ int elfsym__lookup_fd_flags(int fd, struct elfsym_want *want, int n, unsigned fl
 		elf_end(elf);
 		goto out;
 	}
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		shstrndx = 0;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 
 		if (!gelf_getshdr(scn, &sh))
 			continue;
-		if (sh.sh_type == SHT_SYMTAB && !symtab) {
+		if (sh.sh_type == SHT_PROGBITS && (flags & ELFSYM_CUDART) && !fatbin)
+			fatbin = is_fatbin(elf, shstrndx, &sh);
+		if (sh.sh_type == SHT_DYNAMIC && !dyn) {
+			dyn = scn;
+			dyn_sh = sh;
+		} else if (sh.sh_type == SHT_SYMTAB && !symtab) {
 			symtab = scn;
 			symtab_sh = sh;
 		} else if (sh.sh_type == SHT_DYNSYM && !dynsym) {
@@ -343,6 +414,9 @@ int elfsym__lookup_fd_flags(int fd, struct elfsym_want *want, int n, unsigned fl
 	}
 	/* .symtab first: static cudart's entry points are local to the executable's .symtab,
 	 * and a name there is at least as precise as the exported one. */
+	if (symtab && (flags & ELFSYM_CUDART) &&
+	    (!(fatbin || is_executable(elf)) || (dyn && needs_libcudart(elf, fd, dyn, &dyn_sh))))
+		symtab = NULL;
 	if (symtab)
 		scan(elf, symtab, &symtab_sh, w);
 	if (dynsym && w->found < n) {

@@ -24,6 +24,10 @@ int elfsym__lookup_fd(int fd, struct elfsym_want *want, int n);
  * its size (tests compare the two). */
 #define ELFSYM_SCAN 1u
 #define ELFSYM_HASH 2u
+/* ELFSYM_CUDART: CUDA's entry points. .symtab is read only where static cudart's may be
+ * local to it: an executable, or an object with device code of its own (.nv_fatbin), that
+ * is not linked against the shared libcudart. */
+#define ELFSYM_CUDART 4u
 int elfsym__lookup_fd_flags(int fd, struct elfsym_want *want, int n, unsigned flags);
 
 /* Translate a virtual address of the object at FD into a file offset via its PT_LOAD

@@ -382,7 +382,7 @@ static int attach_object(struct cuda_tracer *c, int pid, int fd, const char *sho
 		want[i] = (struct elfsym_want){.name = cuda_apis[i].name};
 	/* The dynamic linker's hook: probed so loads trigger a rescan at once. */
 	want[n] = (struct elfsym_want){.name = "_dl_debug_state"};
-	found = elfsym__lookup_fd(fd, want, n + 1);
+	found = elfsym__lookup_fd_flags(fd, want, n + 1, ELFSYM_CUDART);
 	*plain = found == 0 || (found == 1 && want[n].offset);
 	if (found <= 0)
 		return found;
