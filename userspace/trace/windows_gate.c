@@ -65,13 +65,14 @@ double windows_gate_close(struct windows *w, int g, struct wrec *r)
 	double end = fmin(r->bound, windows_now() + AHEAD_S);
 
 	/* Cut before its bound (the guard, the end, a thread that woke early): the bound
-	 * moves up to END, and the window thread waits for it before the books are read.
-	 * The id comes off after: a call after END counts by its time in no window. */
+	 * moves up to END. The window thread waits for END before the books are read, and
+	 * the id comes off after it: a call after END counts by its time in no window. */
 	if (end < r->bound) {
 		cuda__set_window(w->c, g, r->id, r->open, end);
 		r->slip_close = slip(w, end, windows_now());
-		sleep_until(end);
 	}
+	if (windows_now() < end)
+		sleep_until(end);
 	cuda__set_window(w->c, g, CUDA_WINDOW_CLOSED, 0, 0);
 	return end;
 }
