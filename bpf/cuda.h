@@ -116,7 +116,9 @@ struct cuda_tstate {
 	__u64 stime0_ns;    /* call (task_struct's utime, stime: ticks of 1/HZ s, or exact) */
 	__u64 run_utime_ns; /* ... and what each grew by up to its last counted call */
 	__u64 run_stime_ns;
-	__u64 traps_ns; /* the calibrated traps of every hit in the window (in cost_ns) */
+	__u64 wait0_ns;	   /* sched_info.run_delay at the run's first counted call ... */
+	__u64 run_wait_ns; /* ... and what it grew by up to its last: the run's turns lost to other threads */
+	__u64 traps_ns;	   /* the calibrated traps of every hit in the window (in cost_ns) */
 	/* Does a delay before a call push the thread's next call out (it calls again as soon
 	 * as it can), or does the call absorb it (it waits in the call for a device that sets
 	 * the pace)? One counted call in CUDA_STALL_EVERY is stalled a further stall_ns at

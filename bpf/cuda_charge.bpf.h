@@ -149,7 +149,10 @@ __noinline int charge(__u64 pid_tgid, __u32 g, __u64 start, __u32 how)
 			st->run_trap_ns = 0;
 			st->run_start_ns = start;
 			task_times(&st->utime0_ns, &st->stime0_ns);
+			st->wait0_ns = task_u64(task_off.run_delay);
 		}
+		/* the last resume brought it up to date: exact at any hit */
+		st->run_wait_ns = task_u64(task_off.run_delay) - st->wait0_ns;
 		task_times(&ut, &stm);
 		st->run_utime_ns = ut - st->utime0_ns;
 		st->run_stime_ns = stm - st->stime0_ns;

@@ -11,10 +11,10 @@
 #define PROCS_MAX_TARGETS 16384
 
 enum proc_event_type {
-	PROC_EV_FORK = 1, /* a target forked a new process: pid is the child, ppid the parent */
-	PROC_EV_EXEC = 2, /* a target called exec: mappings changed */
-	PROC_EV_EXIT = 3, /* a target's last thread exited */
-	PROC_EV_LOAD = 4, /* the dynamic linker loaded or unloaded objects (_dl_debug_state) */
+	PROC_EV_FORK = 1,   /* a target forked a new process: pid is the child, ppid the parent */
+	PROC_EV_EXEC = 2,   /* a target called exec: mappings changed */
+	PROC_EV_EXIT = 3,   /* a target's last thread exited */
+	PROC_EV_LOAD = 4,   /* the dynamic linker loaded or unloaded objects (_dl_debug_state) */
 	PROC_EV_THREAD = 5, /* a target started a thread: pid is its thread id, ppid the process */
 };
 
@@ -55,6 +55,7 @@ struct task_offsets {
 	__u32 stime;	  /* ... and in the kernel: its probes' cost, timed in the job (0: unknown) */
 	__u32 runtime;	  /* se.sum_exec_runtime: the CPU time it ran, steal excluded (0: unknown) */
 	__u32 start_time; /* when it started (ns, monotonic): a tid used again is another thread */
+	__u32 run_delay;  /* sched_info.run_delay: ns it waited on a runqueue, runnable (0: unknown) */
 };
 
 /* Value of the targets map: why a process is traced. */

@@ -104,6 +104,11 @@ TEST(running_kernel)
 	 * from each other and from utime */
 	CHECK(off.runtime > 0 && off.runtime % 8 == 0 && off.start_time > 0 && off.start_time % 8 == 0);
 	CHECK(off.runtime != off.start_time && off.runtime != off.utime && off.start_time != off.utime);
+	/* sched_info.run_delay (u64 ns, in an embedded struct), where the kernel keeps it
+	 * (CONFIG_SCHED_INFO: /proc/PID/schedstat's second field) */
+	if (access("/proc/self/schedstat", R_OK) == 0)
+		CHECK(off.run_delay > 0 && off.run_delay % 8 == 0 && off.run_delay != off.runtime &&
+		      off.run_delay != off.utime && off.run_delay != off.nvcsw);
 }
 
 int main(int argc, char **argv)

@@ -99,6 +99,9 @@ int kbtf__task_offsets_from(const struct btf *btf, struct task_offsets *out)
 	/* the CPU time a thread's sample on its own clock stands for (bpf/cpu.bpf.c) */
 	out->runtime = offset_or_0(btf, task, "se", "sum_exec_runtime");
 	out->start_time = offset_or_0(btf, task, "start_time", NULL);
+	/* the time a run of a thread's calls waited for a CPU (other threads' turns): its
+	 * probes' delay stretches by as much (windows_books.c) */
+	out->run_delay = offset_or_0(btf, task, "sched_info", "run_delay");
 	return 0;
 }
 

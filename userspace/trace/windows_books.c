@@ -112,19 +112,40 @@ static struct est_delay work_cost(struct windows *w, int g, const struct cuda_ts
 			     NULL, NULL);
 }
 
+/* How much longer than their CPU time the probes took of a run of thread ST: a thread
+ * that shares its CPU with others (a loaded machine) waits its turns in the run, on a
+ * runqueue, and its probes' CPU time stretches by as much as its own work's. Beside two
+ * CPU hogs on this 2-CPU VM a launch loop's calls took 3.3 us longer in a window where its
+ * probes ran 1.7 us a hit, and the correction then held the truth in 0-6 of 43-55
+ * windows. The run's wall time over its time on a CPU (sched_info.run_delay: exact at
+ * every resume), at most RUN_STRETCH_MAX; 1 where the kernel keeps no run_delay. */
+#define RUN_STRETCH_MAX 20
+double windows_run_stretch(const struct cuda_tstate *st)
+{
+	double span = st->last_ns > st->run_start_ns ? (double)(st->last_ns - st->run_start_ns) : 0,
+	       wait = (double)st->run_wait_ns;
+
+	if (!(span > 0) || !(wait > 0))
+		return 1;
+	return wait >= span * (1 - 1.0 / RUN_STRETCH_MAX) ? RUN_STRETCH_MAX : span / (span - wait);
+}
+
 /* Thread ST's delay correction (est_run_delay), the work of each of its run's calls that
- * did it costing WORK more (mid, lo, hi: each end of the range at that end). */
+ * did it costing WORK more (mid, lo, hi: each end of the range at that end), all of it
+ * stretched by the turns the run waited for a CPU. */
 static struct est_delay run_delay(const struct cuda_tstate *st, const struct est_delay *scale, struct est_delay work,
 				  bool slept)
 {
 	double walked = st->run_calls > st->run_bare ? (double)(st->run_calls - st->run_bare) : 0, at[3];
+	double x = windows_run_stretch(st);
 	struct est_delay d[3];
 
 	at[0] = work.mid, at[1] = work.lo, at[2] = work.hi;
 	for (int k = 0; k < (work.hi > 0 ? 3 : 1); k++)
-		d[k] = est_run_delay(st->calls, st->run_calls, (double)st->run_start_ns / 1e9,
-				     (double)st->last_ns / 1e9, (double)st->backlog_ns / 1e9 + at[k] * walked,
-				     (double)st->run_trap_ns / 1e9, scale, (double)st->last_cost_ns / 1e9, slept);
+		d[k] =
+		    est_run_delay(st->calls, st->run_calls, (double)st->run_start_ns / 1e9, (double)st->last_ns / 1e9,
+				  x * ((double)st->backlog_ns / 1e9 + at[k] * walked),
+				  x * (double)st->run_trap_ns / 1e9, scale, x * (double)st->last_cost_ns / 1e9, slept);
 	if (!(work.hi > 0))
 		return d[0]; /* no bare calls, or no cost measured: one delay, its own range */
 	return (struct est_delay){d[0].mid, d[1].lo, d[2].hi};
@@ -196,15 +217,18 @@ void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busi
 		    st[i].calls > st[i].bare ? (float)st[i].calls / (float)(st[i].calls - st[i].bare) : 1;
 		r->thr[r->nthr].paced = share.hi < 1;
 		if (d.mid > 1.01)
-			pr_debug("window %u of %s: thread %u made %u calls (%u since it last slept) in %.0f us, its "
-				 "probes' delay %.0f us (traps %.0f us of it, at x%.2f (x%.2f-x%.2f); its kernel time "
-				 "%.0f ms, user %.0f ms; of the delay %.2f (%.2f-%.2f) pushes calls out): x%.3f "
-				 "(x%.3f-x%.3f)",
-				 r->id, cuda_group_names[g], tids[i], st[i].calls, st[i].run_calls,
-				 (double)(st[i].last_ns - st[i].run_start_ns) / 1e3, (double)st[i].backlog_ns / 1e3,
-				 (double)st[i].run_trap_ns / 1e3, scale.mid, scale.lo, scale.hi,
-				 (double)st[i].run_stime_ns / 1e6, (double)st[i].run_utime_ns / 1e6, share.mid,
-				 share.lo, share.hi, d.mid, d.lo, d.hi);
+			pr_debug(
+			    "window %u of %s: thread %u made %u calls (%u since it last slept) in %.0f us, its "
+			    "probes' delay %.0f us (traps %.0f us of it, at x%.2f (x%.2f-x%.2f); stretched x%.2f by "
+			    "%.0f us its run waited for a CPU; its kernel time "
+			    "%.0f ms, user %.0f ms; of the delay %.2f (%.2f-%.2f) pushes calls out): x%.3f "
+			    "(x%.3f-x%.3f)",
+			    r->id, cuda_group_names[g], tids[i], st[i].calls, st[i].run_calls,
+			    (double)(st[i].last_ns - st[i].run_start_ns) / 1e3,
+			    windows_run_stretch(&st[i]) * (double)st[i].backlog_ns / 1e3,
+			    (double)st[i].run_trap_ns / 1e3, scale.mid, scale.lo, scale.hi, windows_run_stretch(&st[i]),
+			    (double)st[i].run_wait_ns / 1e3, (double)st[i].run_stime_ns / 1e6,
+			    (double)st[i].run_utime_ns / 1e6, share.mid, share.lo, share.hi, d.mid, d.lo, d.hi);
 		r->nthr++;
 		/* What the thread paid: its traps at what they cost in the job, as far as the
 		 * ticks have timed them (the governor plans from it, the summary says it; the
