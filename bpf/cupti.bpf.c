@@ -146,7 +146,9 @@ static __always_inline void count_run(__u32 tgid, __u32 tid, __u32 win)
 	if (!r->run_n || (nv != r->nvcsw && now - r->last > DEV_RUN_GAP_NS)) {
 		r->run_n = 0;
 		r->run_start = now;
+		r->wait0 = task_u64(task_off.run_delay);
 	}
+	r->run_wait = task_u64(task_off.run_delay) - r->wait0;
 	r->nvcsw = nv;
 	r->n++;
 	r->run_n++;

@@ -138,6 +138,8 @@ struct dev_run {
 	__u64 nvcsw;	 /* its voluntary context switches at the last one */
 	__u64 run_start; /* bpf_ktime_get_ns() of the run's first */
 	__u64 last;	 /* ... and of the last */
+	__u64 wait0;	 /* sched_info.run_delay at the run's first ... */
+	__u64 run_wait;	 /* ... and what it grew by up to the last: turns lost to other threads */
 };
 
 /* One window as the library ran it, at ring[id % DEV_WIN_RING]. */

@@ -301,6 +301,22 @@ TEST(periodic_loop_late_windows)
 
 /* A thread that calls again as soon as it can: 2 us of work, 6 us of probe a call. In a
  * window of 10 ms it makes 1250 calls where it would make 5000: the factor is 4. */
+/* A run that waited half its time for a CPU took twice its CPU time: so did its probes.
+ * Bounded, and 1 with nothing waited (an idle machine, or no run_delay in the kernel). */
+TEST(run_stretch)
+{
+	CHECK(est_run_stretch(0, 0) == 1);
+	CHECK(est_run_stretch(10e-3, 0) == 1);
+	CHECK(est_run_stretch(0, 1e-3) == 1);
+	CHECK(NEAR(est_run_stretch(10e-3, 5e-3), 2, 1e-9));
+	CHECK(NEAR(est_run_stretch(10e-3, 2.5e-3), 4.0 / 3, 1e-9));
+	CHECK(est_run_stretch(10e-3, 9.99e-3) == EST_STRETCH_MAX);
+	CHECK(est_run_stretch(10e-3, 20e-3) == EST_STRETCH_MAX);
+	/* the stretched delay, through the factor: 6 us probes a call at x2 in a run of 8 us
+	 * calls, half of it waited, take 12 of each 16 us of the loaded run */
+	CHECK(NEAR(est_run_factor(1250, 1250, 0, 1249 * 16e-6, 2 * 1250 * 6e-6, 12e-6, false), 4, 1e-6));
+}
+
 TEST(run_factor)
 {
 	double f = est_run_factor(1250, 1250, 0, 1249 * 8e-6, 1250 * 6e-6, 6e-6, false);
@@ -541,6 +557,7 @@ int main(int argc, char **argv)
 	RUN(unbiased_design);
 	RUN(unbiased_under_guard);
 	RUN(periodic_loop_late_windows);
+	RUN(run_stretch);
 	RUN(run_factor);
 	RUN(run_delay_range);
 	RUN(self_paced_made_calls);

@@ -347,17 +347,19 @@ static struct est_delay run_delay(struct cupti_tracer *c, const struct cpt_wtarg
 	struct dev_run_key rk = {.tgid = t->tgid, .tid = tid, .window = m->id};
 	struct est_delay none = {1, 1, 1};
 	struct dev_run r;
-	double cost, base, span, gap;
+	double cost, base, span, gap, x;
 
 	if (!c->skel || !cpt_launch_cost(t, &cost, &base) ||
 	    bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.dev_runs), &rk, &r) || r.run_n < 2 || r.last < r.run_start)
 		return none;
 	span = (double)(r.last - r.run_start) / 1e9;
 	gap = m->end > r.last ? (double)(m->end - r.last) / 1e9 : 0;
+	/* on a shared CPU the run waited its turns in CUPTI's cost as in its own work */
+	x = est_run_stretch(span, (double)r.run_wait / 1e9);
 	/* c is measured, at a quantile of a few hundred calls: a fifth of it is taken as
 	 * uncertain (its range 0.9-1.3 c), and so is CUPTI's dispatch in it, which is not */
-	return est_delay_share(est_run_delay(r.n, r.run_n, 0, span, r.run_n * cost,
-					     r.run_n * (0.2 * cost + DEV_CB_DISPATCH_SPREAD_S), NULL, cost,
+	return est_delay_share(est_run_delay(r.n, r.run_n, 0, span, x * r.run_n * cost,
+					     x * r.run_n * (0.2 * cost + DEV_CB_DISPATCH_SPREAD_S), NULL, x * cost,
 					     gap > DEV_RUN_GAP_NS / 1e9),
 			       windows__share(c->win, CG_LAUNCH));
 }

@@ -76,6 +76,13 @@ static double clamp(double x, double lo, double hi)
 	return x < lo ? lo : x > hi ? hi : x;
 }
 
+double est_run_stretch(double span, double wait)
+{
+	if (!(span > 0) || !(wait > 0))
+		return 1;
+	return wait >= span * (1 - 1.0 / EST_STRETCH_MAX) ? EST_STRETCH_MAX : span / (span - wait);
+}
+
 struct est_delay est_run_delay(uint32_t calls, uint32_t run_calls, double run_start, double last, double backlog,
 			       double traps, const struct est_delay *scale, double last_cost, bool slept)
 {

@@ -85,6 +85,14 @@ double est_run_factor(uint32_t calls, uint32_t run_calls, double run_start, doub
 #define EST_TRAP_LO 0.5
 #define EST_TRAP_HI 2.5
 
+/* How much longer than their CPU time a thread's probes (or CUPTI's cost) took of a run
+ * of SPAN seconds (or ns) in which it waited WAIT on a runqueue for a CPU (other threads'
+ * turns: sched_info.run_delay): the run's wall time over its time on a CPU, at most
+ * EST_STRETCH_MAX; 1 where nothing was waited. A thread that shares its CPU waits its
+ * turns in its probes' time as in its own work's. */
+#define EST_STRETCH_MAX 20
+double est_run_stretch(double span, double wait);
+
 /* A delay correction with its range: MID with the traps as calibrated, LO and HI with
  * them at EST_TRAP_LO and EST_TRAP_HI times (LO <= MID <= HI; all 1 without a delay).
  * MID adds back at most 20 times the run's calls; HI is not held so, and is INFINITY

@@ -112,22 +112,14 @@ static struct est_delay work_cost(struct windows *w, int g, const struct cuda_ts
 			     NULL, NULL);
 }
 
-/* How much longer than their CPU time the probes took of a run of thread ST: a thread
- * that shares its CPU with others (a loaded machine) waits its turns in the run, on a
- * runqueue, and its probes' CPU time stretches by as much as its own work's. Beside two
- * CPU hogs on this 2-CPU VM a launch loop's calls took 3.3 us longer in a window where its
- * probes ran 1.7 us a hit, and the correction then held the truth in 0-6 of 43-55
- * windows. The run's wall time over its time on a CPU (sched_info.run_delay: exact at
- * every resume), at most RUN_STRETCH_MAX; 1 where the kernel keeps no run_delay. */
-#define RUN_STRETCH_MAX 20
+/* How much longer than their CPU time the probes took of a run of thread ST
+ * (est_run_stretch): beside two CPU hogs on this 2-CPU VM a launch loop's calls took 3.3
+ * us longer in a window where its probes ran 1.7 us a hit, and the correction then held
+ * the truth in 0-6 of 43-55 windows. */
 double windows_run_stretch(const struct cuda_tstate *st)
 {
-	double span = st->last_ns > st->run_start_ns ? (double)(st->last_ns - st->run_start_ns) : 0,
-	       wait = (double)st->run_wait_ns;
-
-	if (!(span > 0) || !(wait > 0))
-		return 1;
-	return wait >= span * (1 - 1.0 / RUN_STRETCH_MAX) ? RUN_STRETCH_MAX : span / (span - wait);
+	return est_run_stretch(st->last_ns > st->run_start_ns ? (double)(st->last_ns - st->run_start_ns) : 0,
+			       (double)st->run_wait_ns);
 }
 
 /* Thread ST's delay correction (est_run_delay), the work of each of its run's calls that
