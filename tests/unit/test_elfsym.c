@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,6 +287,42 @@ static int cudart_case(const char *dir, const char *obj)
 	return n;
 }
 
+/* A copy of DIR/OBJ with its .shstrtab (or, STRTAB, its .symtab's string table) flagged
+ * SHF_COMPRESSED behind a header claiming an absurd size: what ELFSYM_CUDART's lookup finds. */
+static int compressed_case(const char *dir, const char *obj, bool strtab)
+{
+	struct elfsym_want w[] = {{.name = "cudaLaunchKernel"}};
+	Elf64_Chdr ch = {.ch_type = 2 /* ELFCOMPRESS_ZSTD */, .ch_size = 0x3600000000000002ull, .ch_addralign = 1};
+	char from[512], path[512], cmd[1200];
+	Elf64_Ehdr eh;
+	Elf64_Shdr sh;
+	uint32_t target;
+	int fd, n = -1;
+
+	snprintf(from, sizeof(from), "%s/%s", dir, obj);
+	snprintf(path, sizeof(path), "%s/compressed-%d.so", dir, strtab);
+	snprintf(cmd, sizeof(cmd), "cp %s %s", from, path);
+	if (system(cmd) || (fd = open(path, O_RDWR | O_CLOEXEC)) < 0)
+		return -1;
+	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh))
+		goto out;
+	target = eh.e_shstrndx;
+	for (unsigned i = 0; strtab && i < eh.e_shnum; i++)
+		if (pread(fd, &sh, sizeof(sh), (off_t)(eh.e_shoff + i * sizeof(sh))) == sizeof(sh) &&
+		    sh.sh_type == SHT_SYMTAB)
+			target = sh.sh_link;
+	if (pread(fd, &sh, sizeof(sh), (off_t)(eh.e_shoff + target * sizeof(sh))) != sizeof(sh))
+		goto out;
+	sh.sh_flags |= SHF_COMPRESSED;
+	if (pwrite(fd, &sh, sizeof(sh), (off_t)(eh.e_shoff + target * sizeof(sh))) != sizeof(sh) ||
+	    pwrite(fd, &ch, sizeof(ch), (off_t)sh.sh_offset) != sizeof(ch))
+		goto out;
+	n = elfsym__lookup_fd_flags(fd, w, 1, ELFSYM_CUDART);
+out:
+	close(fd);
+	return n;
+}
+
 TEST(symtab_where_cudart_hides)
 {
 	char dir[] = "/tmp/gpubpf-elfsym-XXXXXX", cmd[2048];
@@ -318,6 +355,11 @@ TEST(symtab_where_cudart_hides)
 	CHECK_INT(cudart_case(dir, "plain.so"), 0);	 /* no device code: no static cudart */
 	CHECK_INT(cudart_case(dir, "fatbin_dyn.so"), 0); /* calls the shared libcudart */
 	CHECK_INT(cudart_case(dir, "exe_dyn"), 0);
+	/* fatbin.so with its section names, then its .symtab's names, flagged compressed and
+	 * claiming 0x3600000000000002 bytes (what fuzz_elfsym found libelf asked to allocate):
+	 * neither is read, nothing allocated (ASan aborts on it) */
+	CHECK_INT(compressed_case(dir, "fatbin.so", false), 0);
+	CHECK_INT(compressed_case(dir, "fatbin.so", true), 0);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	CHECK_INT(system(cmd), 0);
 }

@@ -5,6 +5,7 @@
 #include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "elfsym.h"
@@ -297,28 +298,39 @@ static int hash_all(Elf *elf, const struct hashed *h, struct wanted *w)
  * hidden). Either one linked against the shared libcudart calls it there instead. */
 
 /* Whether the object has a dynamic dependency on the shared libcudart. DYN: its .dynamic
- * section; each name is read alone (bounded by .dynstr), not the whole .dynstr. */
-static bool needs_libcudart(Elf *elf, int fd, Elf_Scn *dyn, const GElf_Shdr *dyn_sh)
+ * section, read by bounded reads of its entries (libelf would allocate the size its header
+ * claims: fuzz_elfsym asked it for 0x36...02 bytes), each name read alone (bounded by
+ * .dynstr), not the whole .dynstr. A 64-bit little-endian object's only (CUDA's); for any
+ * other the answer is no, and its .symtab is read. */
+#define DYN_MAX 4096 /* entries: a real .dynamic has a few dozen */
+static bool needs_libcudart(Elf *elf, int fd, const GElf_Shdr *dyn_sh)
 {
 	static const char want[] = "libcudart.so";
-	Elf_Data *data = elf_getdata(dyn, NULL);
 	Elf_Scn *strs = elf_getscn(elf, dyn_sh->sh_link);
+	const char *ident = elf_getident(elf, NULL);
+	size_t n = dyn_sh->sh_size / sizeof(Elf64_Dyn);
+	Elf64_Dyn d[64];
 	GElf_Shdr str_sh;
 	char name[sizeof(want)];
 
-	if (!data || !strs || !gelf_getshdr(strs, &str_sh) || str_sh.sh_type != SHT_STRTAB || !dyn_sh->sh_entsize)
+	if (!ident || ident[EI_CLASS] != ELFCLASS64 || ident[EI_DATA] != ELFDATA2LSB || !strs ||
+	    !gelf_getshdr(strs, &str_sh) || str_sh.sh_type != SHT_STRTAB)
 		return false;
-	for (size_t i = 0; i < dyn_sh->sh_size / dyn_sh->sh_entsize; i++) {
-		GElf_Dyn d;
+	for (size_t i = 0; i < n && i < DYN_MAX; i += 64) {
+		size_t k = n - i < 64 ? n - i : 64;
 
-		if (!gelf_getdyn(data, (int)i, &d) || d.d_tag == DT_NULL)
-			break;
-		if (d.d_tag != DT_NEEDED || d.d_un.d_val >= str_sh.sh_size ||
-		    str_sh.sh_size - d.d_un.d_val < sizeof(want) - 1)
-			continue;
-		if (read_at(fd, str_sh.sh_offset + d.d_un.d_val, name, sizeof(want) - 1) == 0 &&
-		    !memcmp(name, want, sizeof(want) - 1))
-			return true;
+		if (read_at(fd, dyn_sh->sh_offset + i * sizeof(Elf64_Dyn), d, k * sizeof(Elf64_Dyn)))
+			return false;
+		for (size_t j = 0; j < k; j++) {
+			if (d[j].d_tag == DT_NULL)
+				return false;
+			if (d[j].d_tag != DT_NEEDED || d[j].d_un.d_val >= str_sh.sh_size ||
+			    str_sh.sh_size - d[j].d_un.d_val < sizeof(want) - 1)
+				continue;
+			if (read_at(fd, str_sh.sh_offset + d[j].d_un.d_val, name, sizeof(want) - 1) == 0 &&
+			    !memcmp(name, want, sizeof(want) - 1))
+				return true;
+		}
 	}
 	return false;
 }
@@ -341,6 +353,20 @@ static bool is_executable(Elf *elf)
 			return true;
 	}
 	return false;
+}
+
+/* Whether string table NDX is one the file holds, at most MAX bytes and not compressed:
+ * elf_strptr reads a table whole, and inflates a compressed one to the size its header
+ * claims (fuzz_elfsym: 0x3600000000000002 bytes). */
+static bool strtab_sane(Elf *elf, int fd, size_t ndx, uint64_t max)
+{
+	Elf_Scn *scn = ndx ? elf_getscn(elf, ndx) : NULL;
+	GElf_Shdr sh;
+	struct stat st;
+
+	return scn && gelf_getshdr(scn, &sh) && sh.sh_type == SHT_STRTAB && !(sh.sh_flags & SHF_COMPRESSED) &&
+	       sh.sh_size <= max && fstat(fd, &st) == 0 && sh.sh_offset <= (uint64_t)st.st_size &&
+	       sh.sh_size <= (uint64_t)st.st_size - sh.sh_offset;
 }
 
 /* A section of CUDA device code (nvcc's fat binaries). */
@@ -389,7 +415,9 @@ int elfsym__lookup_fd_flags(int fd, struct elfsym_want *want, int n, unsigned fl
 		elf_end(elf);
 		goto out;
 	}
-	if (elf_getshdrstrndx(elf, &shstrndx))
+	/* section names only from a .shstrtab that the file holds (libelf would allocate
+	 * what its header claims) */
+	if (elf_getshdrstrndx(elf, &shstrndx) || !strtab_sane(elf, fd, shstrndx, 1u << 20))
 		shstrndx = 0;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
@@ -415,9 +443,9 @@ int elfsym__lookup_fd_flags(int fd, struct elfsym_want *want, int n, unsigned fl
 	/* .symtab first: static cudart's entry points are local to the executable's .symtab,
 	 * and a name there is at least as precise as the exported one. */
 	if (symtab && (flags & ELFSYM_CUDART) &&
-	    (!(fatbin || is_executable(elf)) || (dyn && needs_libcudart(elf, fd, dyn, &dyn_sh))))
+	    (!(fatbin || is_executable(elf)) || (dyn && needs_libcudart(elf, fd, &dyn_sh))))
 		symtab = NULL;
-	if (symtab)
+	if (symtab && strtab_sane(elf, fd, symtab_sh.sh_link, UINT64_MAX))
 		scan(elf, symtab, &symtab_sh, w);
 	if (dynsym && w->found < n) {
 		struct hashed h;
@@ -430,7 +458,7 @@ int elfsym__lookup_fd_flags(int fd, struct elfsym_want *want, int n, unsigned fl
 		if (gnuhash && !(flags & ELFSYM_SCAN) && (large || (flags & ELFSYM_HASH)) &&
 		    elf_ndxscn(dynsym) == gnuhash_sh.sh_link && hashed_open(elf, fd, &gnuhash_sh, &h) == 0)
 			hashed = hash_all(elf, &h, w) == 0;
-		if (!hashed)
+		if (!hashed && strtab_sane(elf, fd, dynsym_sh.sh_link, UINT64_MAX))
 			scan(elf, dynsym, &dynsym_sh, w);
 	}
 	elf_end(elf);
