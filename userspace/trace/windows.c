@@ -287,8 +287,9 @@ static void open_due(struct windows *w, int g, double t)
 }
 
 /* Close group G's window now (or as soon as its gate can be exact): its gate first,
- * then its books; returns where it closed. KEEP: the next window opens at once (the probes stay); else they come out
- * once calls in flight have returned. CUT: the guard or the end cut it short. */
+ * then its books; returns where it closed. KEEP: the next window opens at once (the
+ * probes stay); else they come out once calls in flight have returned. CUT: the guard or
+ * the end cut it short. */
 static double close_window(struct windows *w, int g, bool keep, bool cut)
 {
 	struct gstate *s = &w->gs[g];

@@ -116,7 +116,7 @@ static struct est_delay work_cost(struct windows *w, int g, const struct cuda_ts
  * (est_run_stretch): beside two CPU hogs on this 2-CPU VM a launch loop's calls took 3.3
  * us longer in a window where its probes ran 1.7 us a hit, and the correction then held
  * the truth in 0-6 of 43-55 windows. */
-double windows_run_stretch(const struct cuda_tstate *st)
+static double run_stretch(const struct cuda_tstate *st)
 {
 	return est_run_stretch(st->last_ns > st->run_start_ns ? (double)(st->last_ns - st->run_start_ns) : 0,
 			       (double)st->run_wait_ns);
@@ -124,12 +124,11 @@ double windows_run_stretch(const struct cuda_tstate *st)
 
 /* Thread ST's delay correction (est_run_delay), the work of each of its run's calls that
  * did it costing WORK more (mid, lo, hi: each end of the range at that end), all of it
- * stretched by the turns the run waited for a CPU. */
+ * stretched X times (run_stretch). */
 static struct est_delay run_delay(const struct cuda_tstate *st, const struct est_delay *scale, struct est_delay work,
-				  bool slept)
+				  double x, bool slept)
 {
 	double walked = st->run_calls > st->run_bare ? (double)(st->run_calls - st->run_bare) : 0, at[3];
-	double x = windows_run_stretch(st);
 	struct est_delay d[3];
 
 	at[0] = work.mid, at[1] = work.lo, at[2] = work.hi;
@@ -176,7 +175,7 @@ void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busi
 		char path[64], *text, *p;
 		uint64_t nv = st[i].nvcsw;
 		struct est_delay d, scale, share, work;
-		double cost, work_paid;
+		double cost, work_paid, x = run_stretch(&st[i]);
 		bool slept;
 
 		/* Did the thread sleep after its last call in the window (its delay made up)?
@@ -198,7 +197,7 @@ void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busi
 		scale = est_traps_scale(&w->traps, NULL);
 		share = thread_share(w, g, &st[i]);
 		work = work_cost(w, g, &st[i]);
-		d = run_delay(&st[i], &scale, work, slept);
+		d = run_delay(&st[i], &scale, work, x, slept);
 		/* ... as far as the delay pushes calls out at all */
 		d = est_delay_share(d, share);
 		r->thr[r->nthr].tid = tids[i];
@@ -216,9 +215,8 @@ void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busi
 			    "%.0f ms, user %.0f ms; of the delay %.2f (%.2f-%.2f) pushes calls out): x%.3f "
 			    "(x%.3f-x%.3f)",
 			    r->id, cuda_group_names[g], tids[i], st[i].calls, st[i].run_calls,
-			    (double)(st[i].last_ns - st[i].run_start_ns) / 1e3,
-			    windows_run_stretch(&st[i]) * (double)st[i].backlog_ns / 1e3,
-			    (double)st[i].run_trap_ns / 1e3, scale.mid, scale.lo, scale.hi, windows_run_stretch(&st[i]),
+			    (double)(st[i].last_ns - st[i].run_start_ns) / 1e3, x * (double)st[i].backlog_ns / 1e3,
+			    (double)st[i].run_trap_ns / 1e3, scale.mid, scale.lo, scale.hi, x,
 			    (double)st[i].run_wait_ns / 1e3, (double)st[i].run_stime_ns / 1e6,
 			    (double)st[i].run_utime_ns / 1e6, share.mid, share.lo, share.hi, d.mid, d.lo, d.hi);
 		r->nthr++;

@@ -152,10 +152,6 @@ double windows_now(void);
 void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busiest, double *all, double *hits,
 			  double *closed);
 
-/* How much longer than their CPU time the probes took of the run of calls ST counted:
- * its wall time over its time on a CPU (>= 1; windows_books.c). */
-double windows_run_stretch(const struct cuda_tstate *st);
-
 /* The most any thread paid in probes and window switches since the last call (the
  * period that just ended), in seconds (under w->lock; windows_books.c). */
 double windows_period_spent(struct windows *w);
