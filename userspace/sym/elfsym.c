@@ -355,18 +355,24 @@ static bool is_executable(Elf *elf)
 	return false;
 }
 
-/* Whether string table NDX is one the file holds, at most MAX bytes and not compressed:
- * elf_strptr reads a table whole, and inflates a compressed one to the size its header
- * claims (fuzz_elfsym: 0x3600000000000002 bytes). */
-static bool strtab_sane(Elf *elf, int fd, size_t ndx, uint64_t max)
+bool elfsym__strtab_plain(Elf *elf, size_t ndx)
 {
 	Elf_Scn *scn = ndx ? elf_getscn(elf, ndx) : NULL;
 	GElf_Shdr sh;
+
+	return scn && gelf_getshdr(scn, &sh) && sh.sh_type == SHT_STRTAB && !(sh.sh_flags & SHF_COMPRESSED);
+}
+
+/* Whether string table NDX is plain (elfsym__strtab_plain), one the file holds, and at
+ * most MAX bytes: elf_strptr reads a table whole. */
+static bool strtab_sane(Elf *elf, int fd, size_t ndx, uint64_t max)
+{
+	Elf_Scn *scn = elfsym__strtab_plain(elf, ndx) ? elf_getscn(elf, ndx) : NULL;
+	GElf_Shdr sh;
 	struct stat st;
 
-	return scn && gelf_getshdr(scn, &sh) && sh.sh_type == SHT_STRTAB && !(sh.sh_flags & SHF_COMPRESSED) &&
-	       sh.sh_size <= max && fstat(fd, &st) == 0 && sh.sh_offset <= (uint64_t)st.st_size &&
-	       sh.sh_size <= (uint64_t)st.st_size - sh.sh_offset;
+	return scn && gelf_getshdr(scn, &sh) && sh.sh_size <= max && fstat(fd, &st) == 0 &&
+	       sh.sh_offset <= (uint64_t)st.st_size && sh.sh_size <= (uint64_t)st.st_size - sh.sh_offset;
 }
 
 /* A section of CUDA device code (nvcc's fat binaries). */

@@ -6,6 +6,9 @@
 #ifndef GPUBPF_ELFSYM_H
 #define GPUBPF_ELFSYM_H
 
+#include <libelf.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct elfsym_want {
@@ -29,6 +32,12 @@ int elfsym__lookup_fd(int fd, struct elfsym_want *want, int n);
  * is not linked against the shared libcudart. */
 #define ELFSYM_CUDART 4u
 int elfsym__lookup_fd_flags(int fd, struct elfsym_want *want, int n, unsigned flags);
+
+/* Whether ELF's string table NDX is stored plain (SHT_STRTAB, not SHF_COMPRESSED):
+ * elf_strptr inflates a compressed one to the size its header claims (0x3600000000000002
+ * bytes in a file fuzz_elfsym made; no toolchain compresses a string table). Every reader
+ * of a target's names through elf_strptr asks first. */
+bool elfsym__strtab_plain(Elf *elf, size_t ndx);
 
 /* Translate a virtual address of the object at FD into a file offset via its PT_LOAD
  * segments. 0 or -ENOENT. */

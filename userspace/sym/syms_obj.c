@@ -22,6 +22,7 @@
 #include <zlib.h>
 
 #include "demangle.h"
+#include "elfsym.h"
 #include "hmap.h"
 #include "kallsyms.h"
 #include "log.h"
@@ -35,23 +36,12 @@
 
 /* ---- ELF objects ------------------------------------------------------------------- */
 
-/* Whether string table NDX is stored plain: elf_strptr inflates a compressed one to the
- * size its header claims (0x3600000000000002 bytes in a file fuzz_elfsym made; no
- * toolchain compresses a string table). */
-static bool strtab_plain(Elf *elf, size_t ndx)
-{
-	Elf_Scn *scn = elf_getscn(elf, ndx);
-	GElf_Shdr sh;
-
-	return scn && gelf_getshdr(scn, &sh) && !(sh.sh_flags & SHF_COMPRESSED);
-}
-
 static bool elf_has_section(Elf *elf, const char *name, bool progbits)
 {
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
 
-	if (elf_getshdrstrndx(elf, &shstrndx) || !strtab_plain(elf, shstrndx))
+	if (elf_getshdrstrndx(elf, &shstrndx) || !elfsym__strtab_plain(elf, shstrndx))
 		return false;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
@@ -172,7 +162,7 @@ static int collect_syms(struct syms *s, Elf *elf, bool want_symtab, bool want_dy
 		if (!gelf_getshdr(scn, &sh))
 			continue;
 		if (!((sh.sh_type == SHT_SYMTAB && want_symtab) || (sh.sh_type == SHT_DYNSYM && want_dynsym)) ||
-		    !strtab_plain(elf, sh.sh_link))
+		    !elfsym__strtab_plain(elf, sh.sh_link))
 			continue;
 		data = elf_getdata(scn, NULL);
 		if (!data || !entsz)
