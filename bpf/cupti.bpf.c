@@ -125,8 +125,10 @@ static __always_inline void stat_inc(__u32 idx)
 		*v += 1;
 }
 
-/* A launch followed in device-time window WIN by TID: its run since it last slept. */
-static __always_inline void count_run(__u32 tgid, __u32 tid, __u32 win)
+/* A launch followed in device-time window WIN by TID: its run since it last slept.
+ * PREV_EXIT: when its last followed call returned (the library's clock, CLOCK_MONOTONIC as
+ * bpf_ktime_get_ns; 0 from a library that does not say). */
+static __always_inline void count_run(__u32 tgid, __u32 tid, __u32 win, __u64 prev_exit)
 {
 	struct dev_run_key rk = {.tgid = tgid, .tid = tid, .window = win};
 	struct dev_run *r, init = {};
@@ -142,8 +144,13 @@ static __always_inline void count_run(__u32 tgid, __u32 tid, __u32 win)
 			return;
 	}
 	/* A new run after a sleep, not after a lock's short wait: a thread that waits on
-	 * another's lock is slowed as much as by its own launches. */
-	if (!r->run_n || (nv != r->nvcsw && now - r->last > DEV_RUN_GAP_NS)) {
+	 * another's lock is slowed as much as by its own launches. Nor after a long wait
+	 * inside its last call, where the thread had come back out of it only just now: a
+	 * lock of CUPTI's whose holder lost its CPU (2-4 "sleeps" of 0.2-5 ms in a window
+	 * beside two CPU hogs on the CUPTI model, each of which took the run's delay for made
+	 * up), or a full queue (the device sets the pace: the share takes that). */
+	if (!r->run_n || (nv != r->nvcsw && now - r->last > DEV_RUN_GAP_NS &&
+			  !(prev_exit > r->last && prev_exit < now && now - prev_exit <= DEV_RUN_GAP_NS))) {
 		r->run_n = 0;
 		r->run_start = now;
 		r->wait0 = task_u64(task_off.run_delay);
@@ -156,7 +163,7 @@ static __always_inline void count_run(__u32 tgid, __u32 tid, __u32 win)
 }
 
 SEC("usdt")
-int BPF_USDT(dev_launch, __u32 corr, __u32 cbinfo, __u32 win)
+int BPF_USDT(dev_launch, __u32 corr, __u32 cbinfo, __u32 win, __u64 prev_exit)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
@@ -168,7 +175,7 @@ int BPF_USDT(dev_launch, __u32 corr, __u32 cbinfo, __u32 win)
 		return 0;
 	/* the cost measurement's launches too (never read): they cost what a window's do */
 	if (v.window && !(win & DEV_WIN_NESTED))
-		count_run(tgid, tid, v.window);
+		count_run(tgid, tid, v.window, prev_exit);
 	/* The probe sits mid-function in the library's callback, whose frame is set up:
 	 * the frame-pointer walk misses no caller here (unlike at a function entry). The
 	 * own walk where it can (no page fault), else the kernel's. */

@@ -17,15 +17,18 @@ static struct inj_state st;
 static struct dev_config cfg;
 static struct inj_sched sc;
 static int nlaunch, launch_win[4096];
+static uint64_t launch_prev_exit[4096];
 /* launches followed under the measurement's ids, all of them */
 static int n_measure, n_remeasure;
 
-static void rec_launch(uint32_t corr, uint32_t cbinfo, uint32_t win)
+static void rec_launch(uint32_t corr, uint32_t cbinfo, uint32_t win, uint64_t prev_exit)
 {
 	(void)corr;
 	(void)cbinfo;
-	if (nlaunch < 4096)
+	if (nlaunch < 4096) {
 		launch_win[nlaunch] = (int)win;
+		launch_prev_exit[nlaunch] = prev_exit;
+	}
 	nlaunch++;
 	n_measure += (win & ~DEV_WIN_NESTED) == DEV_WIN_MEASURE;
 	n_remeasure += (win & ~DEV_WIN_NESTED) == DEV_WIN_REMEASURE;

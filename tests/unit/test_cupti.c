@@ -13,9 +13,10 @@ static uint32_t last_corr, last_cbinfo, last_name_id;
 static char last_name[64];
 static struct dev_counters last_ctr;
 
-static void rec_launch(uint32_t corr, uint32_t cbinfo, uint32_t win)
+static void rec_launch(uint32_t corr, uint32_t cbinfo, uint32_t win, uint64_t prev_exit)
 {
 	(void)win;
+	(void)prev_exit;
 	nlaunch++;
 	last_corr = corr;
 	last_cbinfo = cbinfo;

@@ -266,6 +266,41 @@ TEST(lost_exit_across_a_switch_is_not_nesting)
 	CHECK_INT(nlaunch, 2);
 }
 
+/* Each followed launch tells when the thread's last followed call returned (the BPF side
+ * tells a sleep between calls from a wait inside one by it): 0 before any, then a time
+ * between that call's return and this one's start, not moved by calls not followed. */
+TEST(launch_says_when_the_last_followed_call_returned)
+{
+	uint64_t t0, t1, t2;
+
+	reset(100);
+	st.windowed = true;
+	st.win_id = 7;
+	launch(1000, 0, INJ_CB);
+	t0 = now_ns();
+	spin_ns(300000); /* the job's own time between its calls */
+	launch(1000, 0, INJ_CB);
+	CHECK_INT(nlaunch, 2);
+	CHECK(launch_prev_exit[1] > 0 && launch_prev_exit[1] <= t0);
+	CHECK(t0 - launch_prev_exit[1] < 200000);
+	/* a wait inside the call (a lock): its return is after it */
+	inj_api_enter(&st, 0, INJ_API_LAUNCH, 1, 211, corr++, "cudaLaunchKernel");
+	spin_ns(300000);
+	t1 = now_ns();
+	inj_api_exit(&st);
+	launch(1000, 0, INJ_CB);
+	CHECK_INT(nlaunch, 4);
+	CHECK(launch_prev_exit[3] >= t1);
+	/* between windows nothing is followed, and the last followed call's return stands */
+	st.win_id = 0;
+	launch(1000, 0, INJ_CB);
+	t2 = now_ns();
+	st.win_id = 8;
+	launch(1000, 0, INJ_CB);
+	CHECK_INT(nlaunch, 5);
+	CHECK(launch_prev_exit[4] >= t1 && launch_prev_exit[4] < t2);
+}
+
 /* gpubpf has launches whose handle has no name: callbacks stay on between windows (they
  * name handles), activity off, nothing followed. */
 TEST(names_wanted_keeps_callbacks_between_windows)
@@ -436,6 +471,7 @@ int main(int argc, char **argv)
 	RUN(late_window_stands_in_from_then);
 	RUN(periods_without_a_window_stood_in_for);
 	RUN(lost_exit_across_a_switch_is_not_nesting);
+	RUN(launch_says_when_the_last_followed_call_returned);
 	RUN(names_wanted_keeps_callbacks_between_windows);
 	RUN(always_mode_follows_everything);
 	inj_state_fini(&st);

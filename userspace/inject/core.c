@@ -92,10 +92,10 @@ static void on_fork_child(void)
 
 /* The probes. Arguments are plain integers and pointers: BPF reads them from registers
  * (libbpf's USDT argument specs), and reads what pointers point to with bounded reads. */
-static void fire_launch(uint32_t corr, uint32_t cbinfo, uint32_t win)
+static void fire_launch(uint32_t corr, uint32_t cbinfo, uint32_t win, uint64_t prev_exit)
 {
 	if (!forked_child)
-		DTRACE_PROBE3(gpubpf, launch, corr, cbinfo, win);
+		DTRACE_PROBE4(gpubpf, launch, corr, cbinfo, win, prev_exit);
 }
 
 static void fire_batch(const struct dev_batch *b)

@@ -43,8 +43,11 @@ struct inj_activity {
 
 /* Where records.c sends what it produced (the USDT probes, or a unit test's recorder). */
 struct inj_ops {
-	/* WIN: the device-time window the launch was followed in (struct dev_win id), 0 none */
-	void (*launch)(uint32_t corr, uint32_t cbinfo, uint32_t win);
+	/* WIN: the device-time window the launch was followed in (struct dev_win id), 0 none;
+	 * PREV_EXIT: CLOCK_MONOTONIC ns when the thread's last followed call returned (0: none
+	 * yet), which tells a thread that slept between its calls from one that waited inside
+	 * its last (a lock of CUPTI's, a full queue) */
+	void (*launch)(uint32_t corr, uint32_t cbinfo, uint32_t win, uint64_t prev_exit);
 	void (*batch)(const struct dev_batch *b);
 	void (*name)(uint32_t id, const char *name);
 	/* the kernel a launch handle (host stub, cudaKernel_t, CUfunction) stands for */

@@ -53,6 +53,7 @@ static __thread uint64_t tls_t0;
 static __thread uint32_t tls_gen;
 static __thread uint32_t tls_probes; /* dev_config.probe_gen at its start */
 static __thread bool tls_act;
+static __thread uint64_t tls_exit; /* when its last followed call returned (inj_ops.launch) */
 
 static uint64_t now_ns(void)
 {
@@ -238,7 +239,7 @@ static void follow(struct inj_state *s, uint32_t domain, uint32_t cbid, uint32_t
 {
 	mark_sampled(s, corr, 0);
 	announce_api(s, domain, cbid, func_name);
-	s->ops.launch(corr, DEV_CBINFO(domain, cbid), tls_win);
+	s->ops.launch(corr, DEV_CBINFO(domain, cbid), tls_win, tls_exit);
 }
 
 /* The library's own time in a callback of a launch call, from the callback's start T0,
@@ -364,6 +365,8 @@ void inj_api_exit(struct inj_state *s)
 	if (tls_depth == 0) {
 		if (tls_counted)
 			__atomic_sub_fetch(&s->in_followed, 1, __ATOMIC_RELEASE);
+		if (tls_sampled)
+			tls_exit = t0 ? t0 : now_ns();
 		tls_counted = false;
 		tls_sampled = false;
 		if (tls_t0 && t0)

@@ -26,12 +26,16 @@
 enum { HK_NAME = 0, HK_STATUS = 1, HK_RANGES = 2, HK_LIB = 3, HK_TEXT = 4, HK_WAS_ON = 5, HK_WINT = 6 };
 
 /* A device-time window of a target, as last read (cupti_win.c). */
+#define CPT_WIN_THREADS 8
 struct cpt_win {
 	uint32_t id;
 	bool closed;
 	uint64_t period; /* the library's period index: slot_open / period */
 	double weight;	 /* 1 / the probability of its instants, for its realized length */
 	uint64_t end;	 /* CLOCK_MONOTONIC ns: its close (its slot's end while open) */
+	/* its launching threads' delay corrections, once it closed (cupti_win.c, run_delay) */
+	uint32_t nthr, thr_tid[CPT_WIN_THREADS];
+	struct est_delay thr_d[CPT_WIN_THREADS];
 };
 
 /* A target's library, its config and its windows (hmap (tgid, 0, HK_WINT)). */

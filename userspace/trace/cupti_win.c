@@ -36,6 +36,7 @@
 #include "log.h"
 #include "numfmt.h"
 #include "profile.h"
+#include "readfile.h"
 #include "windows.h"
 
 #include "cupti_int.h"
@@ -228,6 +229,8 @@ static void read_target(struct cupti_tracer *c, struct cpt_wtarget *t)
 
 		if (!w->id || w->id % DEV_WIN_RING != (uint32_t)i || !w->k || (m->id == w->id && m->closed))
 			continue;
+		if (m->id != w->id)
+			m->nthr = 0;
 		m->id = w->id;
 		/* the period (gpubpf's) the window opened in: a window's own period is EVERY of them */
 		m->period = period_ns ? w->slot_open / period_ns : 0;
@@ -247,6 +250,12 @@ static void read_target(struct cupti_tracer *c, struct cpt_wtarget *t)
 			if (ep)
 				est_period_plan(ep, len > c->period ? len : c->period, m->weight);
 		}
+		pr_debug("pid %u: device window %u: %.2f ms of a %.2f ms slot (opened %.2f ms into it), 1 slot in "
+			 "%u, weight %.1f, %llu launches and copies followed",
+			 t->tgid, w->id, (double)(w->close > w->open ? w->close - w->open : 0) / 1e6,
+			 (double)(w->slot_close - w->slot_open) / 1e6,
+			 w->open > w->slot_open ? (double)(w->open - w->slot_open) / 1e6 : 0.0, w->k, m->weight,
+			 (unsigned long long)w->launches);
 		c->windows++;
 		c->followed += w->launches;
 		t->followed += w->launches;
@@ -335,40 +344,81 @@ void cpt_win_tick(struct cupti_tracer *c)
 	}
 }
 
+/* Did thread TID of T sleep after its last launch in a window that closed after it (what
+ * its launches lost made up)? Its voluntary switches now against those at that launch
+ * (dev_run.nvcsw): a thread preempted (a shared CPU: 3-25 ms gaps before the window's end,
+ * which a gap alone took for sleep, and then corrected nothing of the window: device time
+ * 0.4-0.7 of the truth beside two CPU hogs) or still at work of its own made none. Read at
+ * the first drain after the window closed, as the probe groups' windows read theirs right
+ * after theirs; a thread gone made no more launches either way. */
+static bool run_slept(uint32_t tgid, uint32_t tid, uint64_t nvcsw)
+{
+	char path[64], *text, *p;
+	bool slept;
+
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/status", tgid, tid);
+	text = readfile__path(path, 1 << 16, true, NULL);
+	p = text ? strstr(text, "\nvoluntary_ctxt_switches:") : NULL;
+	slept = !p || strtoull(p + 25, NULL, 10) != nvcsw;
+	free(text);
+	return slept;
+}
+
 /* The launches of thread TID that CUPTI's cost pushed past the end of window M: its run
  * since it last slept, each launch c seconds dearer, the probe's trap part of c taken within
- * its calibrated range. A thread whose last launch was long before the window closed
+ * its calibrated range. A thread that slept after its last launch before the window closed
  * stopped launching of itself: nothing pushed. Nor does a launch that waits for a device
  * that sets the pace: the share of a delay that pushes launches out is the launch probes'
- * measured one (estimate.h, est_response). */
-static struct est_delay run_delay(struct cupti_tracer *c, const struct cpt_wtarget *t, const struct cpt_win *m,
-				  uint32_t tid)
+ * measured one (estimate.h, est_response). Records of a window still open (a buffer CUPTI
+ * completed in it) count its run so far, which goes on; once closed, each thread's is
+ * worked out once (a window's records come in a batch per stack). */
+static struct est_delay run_delay(struct cupti_tracer *c, const struct cpt_wtarget *t, struct cpt_win *m, uint32_t tid)
 {
 	struct dev_run_key rk = {.tgid = t->tgid, .tid = tid, .window = m->id};
-	struct est_delay none = {1, 1, 1};
+	struct est_delay d = {1, 1, 1}, share;
 	struct dev_run r;
-	double cost, base, span, gap, x;
+	double cost, base, span, x;
+	bool slept = false;
 
+	for (uint32_t i = 0; m->closed && i < m->nthr; i++)
+		if (m->thr_tid[i] == tid)
+			return m->thr_d[i];
 	if (!c->skel || !cpt_launch_cost(t, &cost, &base) ||
-	    bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.dev_runs), &rk, &r) || r.run_n < 2 || r.last < r.run_start)
-		return none;
-	span = (double)(r.last - r.run_start) / 1e9;
-	gap = m->end > r.last ? (double)(m->end - r.last) / 1e9 : 0;
-	/* on a shared CPU the run waited its turns in CUPTI's cost as in its own work */
-	x = est_run_stretch(span, (double)r.run_wait / 1e9);
-	/* c is measured, at a quantile of a few hundred calls: a fifth of it is taken as
-	 * uncertain (its range 0.9-1.3 c), and so is CUPTI's dispatch in it, which is not */
-	return est_delay_share(est_run_delay(r.n, r.run_n, 0, span, x * r.run_n * cost,
-					     x * r.run_n * (0.2 * cost + DEV_CB_DISPATCH_SPREAD_S), NULL, x * cost,
-					     gap > DEV_RUN_GAP_NS / 1e9),
-			       windows__share(c->win, CG_LAUNCH));
+	    bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.dev_runs), &rk, &r))
+		return d;
+	if (r.run_n >= 2 && r.last >= r.run_start) {
+		span = (double)(r.last - r.run_start) / 1e9;
+		slept = m->closed && m->end > r.last + DEV_RUN_GAP_NS && run_slept(t->tgid, tid, r.nvcsw);
+		/* on a shared CPU the run waited its turns in CUPTI's cost as in its own work */
+		x = est_run_stretch(span, (double)r.run_wait / 1e9);
+		/* c is measured, at a quantile of a few hundred calls: a fifth of it is taken as
+		 * uncertain (its range 0.9-1.3 c), and so is CUPTI's dispatch in it, which is not */
+		share = windows__share(c->win, CG_LAUNCH);
+		d = est_delay_share(est_run_delay(r.n, r.run_n, 0, span, x * r.run_n * cost,
+						  x * r.run_n * (0.2 * cost + DEV_CB_DISPATCH_SPREAD_S), NULL, x * cost,
+						  slept),
+				    share);
+		pr_debug("device window %u: thread %u made %u launches (%u since it last slept) in %.0f us, waited "
+			 "%.0f us for a CPU (x%.2f), %s after its last; c %.2f us, of which %.2f pushes launches "
+			 "out: x%.3f (x%.3f-x%.3f)",
+			 m->id, tid, r.n, r.run_n, span * 1e6, (double)r.run_wait / 1e3, x,
+			 slept	     ? "slept"
+			 : m->closed ? "did not sleep"
+				     : "window open",
+			 cost * 1e6, share.mid, d.mid, d.lo, d.hi);
+	}
+	if (m->closed && m->nthr < CPT_WIN_THREADS) {
+		m->thr_tid[m->nthr] = tid;
+		m->thr_d[m->nthr++] = d;
+	}
+	return d;
 }
 
 double cpt_win_weight(struct cupti_tracer *c, uint32_t tgid, uint32_t tid, uint32_t id, uint64_t *period,
 		      struct est_delay *d)
 {
 	struct cpt_wtarget *t = id ? target(c, tgid, false) : NULL;
-	const struct cpt_win *m = t ? &t->win[id % DEV_WIN_RING] : NULL;
+	struct cpt_win *m = t ? &t->win[id % DEV_WIN_RING] : NULL;
 
 	if (!m || m->id != id)
 		return 0;
