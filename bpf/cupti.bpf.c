@@ -261,6 +261,16 @@ static int one_record(__u32 i, struct rec_ctx *c)
 		key.pystack = -1;
 		c->unjoined++;
 	}
+	/* whether the device or the launch set the pace, for its window's delay correction */
+	if (l && l->window && (r.pace & DEV_REC_PACED)) {
+		struct dev_run_key rk = {.tgid = c->tgid, .tid = l->tid, .window = l->window};
+		struct dev_run *run = bpf_map_lookup_elem(&dev_runs, &rk);
+
+		if (run && (r.pace & DEV_REC_QUEUED))
+			__sync_fetch_and_add(&run->queued, 1);
+		else if (run)
+			__sync_fetch_and_add(&run->free, 1);
+	}
 	if (trace_records)
 		trace_out(DEV_TR_RECORD, c->tgid, key.tid, key.cbinfo, 0, &r);
 	v = bpf_map_lookup_elem(counts, &key);

@@ -62,8 +62,17 @@ struct dev_rec {
 	__u32 stream;	/* CUPTI stream id */
 	__u32 graph_id; /* 0: not part of a graph launch */
 	__u32 dir;	/* copies: DEV_DIR_* */
-	__u32 pad;
+	__u32 pace;	/* DEV_REC_*: whether the device set its launch's pace */
 };
+/* A launch's first record on its stream (a graph's or a library's launch may make several)
+ * is told as paced by its launch (DEV_REC_PACED alone: its stream had nothing left to run
+ * when it started, so a later launch would have started it later) or by the device
+ * (DEV_REC_PACED | DEV_REC_QUEUED: it started as the one before it on the stream ended,
+ * within DEV_QUEUED_GAP_NS, so a later launch, up to what it waited, would not have). 0:
+ * not told (not a launch's first record, or from a library that does not tell). */
+#define DEV_REC_PACED 1u
+#define DEV_REC_QUEUED 2u
+#define DEV_QUEUED_GAP_NS 1000
 
 #define DEV_BATCH_MAGIC 0x67627062u /* "gbpb" */
 #define DEV_BATCH_VERSION 1
@@ -140,6 +149,8 @@ struct dev_run {
 	__u64 last;	 /* ... and of the last */
 	__u64 wait0;	 /* sched_info.run_delay at the run's first ... */
 	__u64 run_wait;	 /* ... and what it grew by up to the last: turns lost to other threads */
+	__u32 free;	 /* its launches' first records told paced by the launch (DEV_REC_*) */
+	__u32 queued;	 /* ... by the device */
 };
 
 /* One window as the library ran it, at ring[id % DEV_WIN_RING]. */

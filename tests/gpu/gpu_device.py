@@ -185,6 +185,16 @@ def device_windows(pb, what="", required=True):
     if est:
         result("13", what + "device time in windows: estimate", "%s, kernel time %s ms" % (est.group(1), est.group(2)),
                "an interval", "INFO")
+    # who set the launches' pace, from the device's records (a launch's first kernel that
+    # started within 1 us of the last one's end on its stream waited in the queue): a
+    # launch-bound loop's should have started as launched, a device-bound one's waited;
+    # the 1 us is a guess for an H100 (DEV_QUEUED_GAP_NS), which this row tests
+    pace = re.search(r"gpu correction: .*? (\d+) started as launched and (\d+) waited \(the device's records, in "
+                     r"(\d+) of (\d+) threads' runs", out)
+    if pace:
+        result("13", what + "device time in windows: launches' first kernels that started as launched, that waited "
+               "for the one before them (the device's records, in runs of threads in windows)",
+               "%s, %s (in %s of %s runs)" % pace.groups(), "launch-bound: started; device-bound: waited", "INFO")
 
 
 def check_programs():

@@ -78,6 +78,52 @@ TEST(classify)
 	CHECK_INT(inj_classify(NULL), INJ_API_NONE);
 }
 
+/* Each launch's first record on its stream says who set its pace: the launch (its stream
+ * idle before it: DEV_REC_PACED) or the device (it started as the one before it on the
+ * stream ended, within DEV_QUEUED_GAP_NS: DEV_REC_QUEUED too); a launch's further records
+ * (a graph's nodes) say nothing. Records of calls not followed keep their stream's books
+ * (they ran before the next); untimed ones do not. */
+TEST(records_tell_who_set_the_pace)
+{
+	struct inj_activity a = {.kind = DEV_KERNEL, .device = 0, .stream = 7, .name = "k"};
+	static const struct {
+		uint32_t corr, stream;
+		uint64_t start, end;
+		bool untimed;
+	} rec[] = {
+	    {10, 7, 1000, 2000, false},				/* the stream's first */
+	    {11, 7, 2000, 3000, false},				/* as the last ended */
+	    {11, 7, 3000, 3500, false},				/* the same launch's second kernel */
+	    {12, 7, 3500 + DEV_QUEUED_GAP_NS, 6000, false},	/* within the gap */
+	    {13, 7, 6000 + DEV_QUEUED_GAP_NS + 1, 8000, false}, /* after the stream idled */
+	    {14, 8, 2500, 9000, false},				/* another stream's first, the device busy */
+	    {99, 7, 8000, 9500, false},				/* a call not followed, on stream 7 */
+	    {16, 7, 0, 0, true},				/* untimed */
+	    {15, 7, 9600, 9900, false},				/* 0.1 us after 99 ended */
+	};
+	static const uint32_t want[] = {
+	    DEV_REC_PACED, DEV_REC_PACED | DEV_REC_QUEUED, 0, DEV_REC_PACED | DEV_REC_QUEUED, DEV_REC_PACED,
+	    DEV_REC_PACED, DEV_REC_PACED | DEV_REC_QUEUED};
+
+	reset();
+	for (uint32_t c = 10; c <= 16; c++)
+		launch(c, INJ_API_LAUNCH, 211, "cudaLaunchKernel");
+	for (size_t i = 0; i < sizeof(rec) / sizeof(rec[0]); i++) {
+		a.corr = rec[i].corr;
+		a.stream = rec[i].stream;
+		a.start = rec[i].start;
+		a.end = rec[i].end;
+		a.untimed = rec[i].untimed;
+		inj_add_activity(&st, &a);
+	}
+	inj_flush(&st);
+	CHECK_INT(ngot, 7);
+	for (int i = 0; i < ngot && i < 7; i++) {
+		CHECK_INT(got[i].corr, i < 2 ? 10 + i : i < 6 ? 9 + i : 15);
+		CHECK_INT(got[i].pace, want[i]);
+	}
+}
+
 TEST(kernel_record_kept_with_name)
 {
 	static const char *name = "_Z8kernel_aPfi";
@@ -385,6 +431,7 @@ int main(int argc, char **argv)
 	T_BEGIN(argv);
 	RUN(classify);
 	RUN(kernel_record_kept_with_name);
+	RUN(records_tell_who_set_the_pace);
 	RUN(names_announced_again_each_attach);
 	RUN(name_at_a_reused_pointer_after_finalize);
 	RUN(launch_handles_named_once_per_attach);

@@ -60,6 +60,7 @@ struct inj_ops {
 #define INJ_NAME_MAX 4096     /* a kernel name's bytes kept (longer ones are cut) */
 #define INJ_API_SLOTS 2048    /* (domain & 1) << 10 | cbid & 1023: announced API names */
 #define INJ_HANDLE_SLOTS 8192 /* launch handles whose kernel name was announced */
+#define INJ_STREAMS 64	      /* streams whose last record is kept (the least recent goes) */
 
 /* A CUPTI name pointer seen in generation GEN, and its names[] slot. */
 struct inj_name_ref {
@@ -135,7 +136,13 @@ struct inj_state {
 	uint32_t handle_epoch[INJ_HANDLE_SLOTS];
 	struct dev_counters ctr; /* updated with atomics */
 	uint64_t kept;		 /* records kept (of followed calls), with atomics */
-	uint64_t lost_told;	 /* ctr.lost in the last batch handed to gpubpf (under lock) */
+	/* Under lock: each stream's last record (device, stream, its end, its call's id),
+	 * which tells whether the device or the launch set the next one's pace (DEV_REC_*) */
+	struct inj_stream {
+		uint32_t device, stream, corr;
+		uint64_t end;
+	} streams[INJ_STREAMS];
+	uint64_t lost_told; /* ctr.lost in the last batch handed to gpubpf (under lock) */
 	/* Under lock: batch and names (buffer callbacks may come from two threads). */
 	pthread_mutex_t lock;
 	struct dev_batch *batch;

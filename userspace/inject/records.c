@@ -474,12 +474,51 @@ static void flush_locked(struct inj_state *s)
 	b->count = 0;
 }
 
+/* Under lock: DEV_REC_* for timed record A, its stream's last record then A. Records of a
+ * stream come in the order they ran (CUPTI's buffers are filled as they end), those of
+ * calls not followed too (they ran before the next); a stream not seen yet, or one pushed
+ * out of the table, had nothing queued as far as anyone can tell. */
+static uint32_t pace_of(struct inj_state *s, const struct inj_activity *a)
+{
+	struct inj_stream *e = NULL, *oldest = &s->streams[0];
+	uint32_t pace = DEV_REC_PACED;
+
+	for (uint32_t i = 0; i < INJ_STREAMS && !e; i++) {
+		struct inj_stream *x = &s->streams[i];
+
+		if (x->end && x->device == a->device && x->stream == a->stream)
+			e = x;
+		else if (x->end < oldest->end)
+			oldest = x;
+	}
+	if (!e) {
+		e = oldest;
+		e->device = a->device;
+		e->stream = a->stream;
+		e->end = 0;
+	} else if (e->corr == a->corr) {
+		pace = 0; /* not its launch's first */
+	} else if (a->start <= e->end + DEV_QUEUED_GAP_NS) {
+		pace |= DEV_REC_QUEUED;
+	}
+	e->corr = a->corr;
+	if (a->end > e->end)
+		e->end = a->end;
+	return pace;
+}
+
 int inj_add_activity(struct inj_state *s, const struct inj_activity *a)
 {
 	struct dev_rec *r;
+	uint32_t pace = 0;
 
 	if (a->kind != DEV_KERNEL && a->kind != DEV_MEMCPY && a->kind != DEV_MEMSET)
 		return -EINVAL;
+	if (!a->untimed && a->end) {
+		pthread_mutex_lock(&s->lock);
+		pace = pace_of(s, a);
+		pthread_mutex_unlock(&s->lock);
+	}
 	if (!inj_is_sampled(s, a->corr)) {
 		__atomic_add_fetch(&s->ctr.dropped_unsampled, 1, __ATOMIC_RELAXED);
 		return 0;
@@ -505,6 +544,7 @@ int inj_add_activity(struct inj_state *s, const struct inj_activity *a)
 	r->device = a->device;
 	r->stream = a->stream;
 	r->graph_id = a->graph_id;
+	r->pace = pace;
 	switch (a->kind) {
 	case DEV_KERNEL:
 		r->name_id = name_id(s, a->name);

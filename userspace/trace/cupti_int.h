@@ -27,6 +27,8 @@ enum { HK_NAME = 0, HK_STATUS = 1, HK_RANGES = 2, HK_LIB = 3, HK_TEXT = 4, HK_WA
 
 /* A device-time window of a target, as last read (cupti_win.c). */
 #define CPT_WIN_THREADS 8
+/* a run's records needed to tell who set its launches' pace (cupti_win.c, run_share) */
+#define DEV_PACE_MIN 16
 struct cpt_win {
 	uint32_t id;
 	bool closed;
@@ -87,6 +89,10 @@ struct cupti_tracer {
 	struct est_group est;  /* per period: kernels, kernel ns, copy ns */
 	uint64_t windows, followed, switch_ns, open_ns;
 	uint64_t unweighted;	  /* records of a window whose books were gone: counted once */
+	bool paced_told;	  /* a library told who set its launches' pace (DEV_REC_*) */
+	/* the windows' launching threads' runs corrected, those whose records told who set the
+	 * pace, and their launches' first kernels that started as launched, and queued */
+	uint64_t runs, paced_runs, paced_free, paced_queued;
 	uint64_t measured_recs;	  /* records of the cost measurement's launches: counted once */
 	uint64_t remeasured_recs; /* ... of its measurements again: not counted (the windows cover them) */
 	uint64_t measured_kernels, measured_kernel_ns; /* ... its kernels */
