@@ -60,7 +60,7 @@ for id in thread-paced device-paced; do
 	*) name="launch_loop --device-us 20 (a full device queue sets the pace)" ;;
 	esac
 	row_like "selftest:estimate-row:$id" "estimate, $name" \
-		'^[0-9]+ of (1000000|400000) \([+-][0-9.]+%\), CI [0-9]+-([0-9]+|unbounded), delay pushed [0-9.]+ \([0-9.]+-[0-9.]+\); device [a-z-]+\|(PASS|FAIL)$'
+		'^[0-9]+ of (2000000|400000) \([+-][0-9.]+%\), CI [0-9]+-([0-9]+|unbounded), delay pushed [0-9.]+ \([0-9.]+-[0-9.]+\); device [a-z-]+\|(PASS|FAIL)$'
 done
 # what a call's work costs the job beyond its run time, measured in the thread-paced run
 # by one counted call in 8 skipping its work (GPUBPF_BARE_EVERY), read from its report

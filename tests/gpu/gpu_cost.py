@@ -64,9 +64,12 @@ def check_estimates():
     to add back), and on the PyTorch loop (against --exact of the same run length)."""
     ll = os.path.join(WL, "launch_loop")
     # the self-test's launches fail fast: a 4 us spin makes them cost what real ones do,
-    # and the stand-in device of launch_loop sets the pace (4-5 s each: several periods)
+    # and the stand-in device of launch_loop sets the pace (4-5 s each: several periods);
+    # the thread-paced one twice as long, its windows' bare calls enough to measure a
+    # call's work (EST_BARE_MIN, 200 gaps: 1 million calls had 71-143 of them on
+    # 2026-11-29, a 0.85% duty, where they had had over 200)
     cases = [("launch_loop (the thread sets the pace)",
-              ["1000000"] if not SELFTEST else ["1000000", "--spin-us", "4"]),
+              ["1000000"] if not SELFTEST else ["2000000", "--spin-us", "4"]),
              ("launch_loop --device-us 20 (a full device queue sets the pace)",
               ["300000", "--device-us", "20"] if not SELFTEST else ["400000", "--spin-us", "4", "--device-us", "10"])]
     for i, (name, args) in enumerate(cases):
