@@ -216,6 +216,7 @@ struct rec_ctx {
 	__u32 invalid;
 	__u32 unjoined;
 	__u32 read;
+	__u32 free, queued; /* DEV_REC_* told of followed launches */
 };
 
 static int one_record(__u32 i, struct rec_ctx *c)
@@ -261,15 +262,21 @@ static int one_record(__u32 i, struct rec_ctx *c)
 		key.pystack = -1;
 		c->unjoined++;
 	}
-	/* whether the device or the launch set the pace, for its window's delay correction */
+	/* whether the device or the launch set the pace, for its window's delay correction,
+	 * and the process's (the cost measurement's launches too) */
 	if (l && l->window && (r.pace & DEV_REC_PACED)) {
 		struct dev_run_key rk = {.tgid = c->tgid, .tid = l->tid, .window = l->window};
 		struct dev_run *run = bpf_map_lookup_elem(&dev_runs, &rk);
+		bool queued = r.pace & DEV_REC_QUEUED;
 
-		if (run && (r.pace & DEV_REC_QUEUED))
+		if (run && queued)
 			__sync_fetch_and_add(&run->queued, 1);
 		else if (run)
 			__sync_fetch_and_add(&run->free, 1);
+		if (queued)
+			c->queued++;
+		else
+			c->free++;
 	}
 	if (trace_records)
 		trace_out(DEV_TR_RECORD, c->tgid, key.tid, key.cbinfo, 0, &r);
@@ -324,6 +331,10 @@ int BPF_USDT(dev_records, void *batch)
 		__sync_fetch_and_add(&p->unjoined, c.unjoined);
 	if (c.invalid)
 		__sync_fetch_and_add(&p->invalid, c.invalid);
+	if (c.free)
+		__sync_fetch_and_add(&p->free, c.free);
+	if (c.queued)
+		__sync_fetch_and_add(&p->queued, c.queued);
 	return 0;
 }
 

@@ -300,6 +300,8 @@ struct dev_proc {
 	__u64 records;	/* records read */
 	__u64 unjoined; /* records whose launch stack was not (or no longer) known */
 	__u64 invalid;	/* records with a bad kind, or batches with a bad header */
+	__u64 free;	/* followed launches' first records told paced by the launch (DEV_REC_*) */
+	__u64 queued;	/* ... by the device */
 };
 
 /* What the launch probe left for the records to find. */

@@ -47,6 +47,7 @@ struct cpt_wtarget {
 	uint32_t duty_ppm, written_ppm, written_names, written_every;
 	uint32_t remeasure_ms, written_remeasure; /* cupti_cost.c, cpt_remeasure_of */
 	uint64_t followed;			  /* launches and copies followed in its closed windows */
+	uint64_t pace_read[2];			  /* its dev_proc's free and queued when last read (read_pace) */
 	struct dev_costs cost;
 	/* its library's cost measurements (dev_costs.measures): the last CPT_COSTS of them,
 	 * whose median is the cost (cupti_cost.c, take_median), and c's range over all */
@@ -88,8 +89,8 @@ struct cupti_tracer {
 	uint64_t p0;	       /* the first period of the recording (CLOCK_MONOTONIC / period) */
 	struct est_group est;  /* per period: kernels, kernel ns, copy ns */
 	uint64_t windows, followed, switch_ns, open_ns;
-	uint64_t unweighted;	  /* records of a window whose books were gone: counted once */
-	bool paced_told;	  /* a library told who set its launches' pace (DEV_REC_*) */
+	uint64_t unweighted; /* records of a window whose books were gone: counted once */
+	bool paced_told;     /* a library told who set its launches' pace (DEV_REC_*) */
 	/* the windows' launching threads' runs corrected, those whose records told who set the
 	 * pace, and their launches' first kernels that started as launched, and queued */
 	uint64_t runs, paced_runs, paced_free, paced_queued;

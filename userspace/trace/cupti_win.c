@@ -266,6 +266,23 @@ static void read_target(struct cupti_tracer *c, struct cpt_wtarget *t)
 
 static double once_costs(struct cupti_tracer *c, double part[3]);
 
+/* Who set the pace of T's followed launches since the last tick, as the device's records
+ * told BPF (the cost measurement's too, a few hundred at attach): into the launches'
+ * share that the launch probes' windows, device-time windows with too few records of
+ * their own and the job's slowdown are taken at (windows__device_pace). */
+static void read_pace(struct cupti_tracer *c, struct cpt_wtarget *t)
+{
+	struct dev_proc p;
+
+	if (!c->skel || !c->win || bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.dev_procs), &t->tgid, &p) ||
+	    p.free < t->pace_read[0] || p.queued < t->pace_read[1])
+		return;
+	if (p.free > t->pace_read[0] || p.queued > t->pace_read[1])
+		windows__device_pace(c->win, (double)(p.free - t->pace_read[0]), (double)(p.queued - t->pace_read[1]));
+	t->pace_read[0] = p.free;
+	t->pace_read[1] = p.queued;
+}
+
 void cpt_win_tick(struct cupti_tracer *c)
 {
 	double worst = 0, fixed = 0;
@@ -334,6 +351,7 @@ void cpt_win_tick(struct cupti_tracer *c)
 
 		if (!t)
 			continue;
+		read_pace(c, t);
 		/* each library plans its windows at its own measured cost's duty, once known, and
 		 * kept while it measures again: its windows resume right after, not a tick later */
 		t->duty_ppm = t->cost.state == DEV_COST_IDLE || t->taken ? (ppm ? ppm : 1) : 0;

@@ -182,6 +182,11 @@ void est_response_pool(struct est_response *r, const struct est_response *add, d
  * said to be device-paced; a device-bound one, its windows short, reads 0.08 (0.00-0.99). */
 #define EST_JOB_PACED 0.9
 
+/* The device's records that tell who set the launches' pace (windows__device_pace) needed
+ * before they are the launches' share, and about how many of the latest it is taken from. */
+#define EST_PACE_MIN 64
+#define EST_PACE_MEMORY 5000
+
 /* Whether R's gaps say the share well enough for one window to take it from them alone:
  * EST_RESPONSE_MIN gaps after stalls and after other calls, and the share's standard
  * error at most 1/EST_RESPONSE_PRECISE. */

@@ -67,6 +67,7 @@ struct windows_summary {
 	int busiest_tid;
 	struct est_response resp[CG__COUNT]; /* per group: whether the delay pushes calls out */
 	bool stalls;			     /* ... asked of the job by stalls (GPUBPF_STALL_US) */
+	double pace[2];			     /* the device's records over the recording (windows__device_pace) */
 	struct est_bare bare[CG__COUNT];     /* per group: what a call's work costs the job */
 	unsigned bare_every;		     /* ... measured by one bare call in this many (0: not) */
 	double probes_work;		     /* the busiest thread's part of that cost (in probes) */
@@ -99,6 +100,14 @@ void windows__set_cpu(struct windows *w, double sample, double freq, double swit
 /* The share of group G's probes' delay that pushes calls out, pooled over its windows so
  * far (estimate.h, est_response; 1 (1-1) where no stalls ask it). */
 struct est_delay windows__share(struct windows *w, int g);
+
+/* The device's records of a thread's run in a device-time window: of its launches' first
+ * kernels, FREE started as launched (the launch set the pace) and QUEUED waited for the
+ * one before them on their stream (the device did). Pooled, where EST_PACE_MIN have come
+ * in lately, they are the launches' share (launch probes' windows, device-time windows
+ * with too few records of their own, and what of a thread's delay slows the job): they
+ * say it of the device's side exactly, where the stalls' gaps are noisy. */
+void windows__device_pace(struct windows *w, double free, double queued);
 
 /* A copy of the governor as the thread last planned it. */
 void windows__governor(struct windows *w, struct governor *out);

@@ -77,6 +77,18 @@ static double read_closed(struct windows *w, int g, double trap_scale)
  * start: the window's gaps say how it was then; and their noise averages out over windows,
  * as a share clamped to 0-1 or weighed against 1 would not), else by the group's latest
  * windows, each weighed at most EST_RESPONSE_WINDOW gaps. Into the group's books either way. */
+/* Under lock: the launches' share from the device's records (windows__device_pace), where
+ * group G is the launches' and enough came in lately. */
+static bool device_share(const struct windows *w, int g, struct est_delay *s)
+{
+	double n = w->pace[0] + w->pace[1];
+
+	if (g != CG_LAUNCH || n < EST_PACE_MIN)
+		return false;
+	s->mid = s->lo = s->hi = w->pace[0] / n;
+	return true;
+}
+
 static struct est_delay thread_share(struct windows *w, int g, const struct cuda_tstate *st)
 {
 	double n[2] = {st->gap_n[0], st->gap_n[1]}, sum[2] = {(double)st->gap_ns[0], (double)st->gap_ns[1]},
@@ -89,6 +101,12 @@ static struct est_delay thread_share(struct windows *w, int g, const struct cuda
 	capped = mine;
 	est_response_cap(&capped, EST_RESPONSE_WINDOW);
 	est_response_pool(&w->resp[g], &capped, EST_RESPONSE_MEMORY);
+	{
+		struct est_delay s;
+
+		if (device_share(w, g, &s))
+			return s;
+	}
 	if (!w->stalls)
 		return (struct est_delay){1, 1, 1};
 	own = est_response_precise(&mine);
@@ -259,10 +277,35 @@ struct est_delay windows__share(struct windows *w, int g)
 	if (!w || g < 0 || g >= CG__COUNT)
 		return s;
 	pthread_mutex_lock(&w->lock);
-	if (w->stalls)
+	if (!device_share(w, g, &s) && w->stalls)
 		s = est_response_share(&w->resp[g], false, NULL, NULL);
 	pthread_mutex_unlock(&w->lock);
 	return s;
+}
+
+void windows__device_pace(struct windows *w, double free, double queued)
+{
+	double n;
+
+	if (!w || !(free >= 0) || !(queued >= 0))
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->pace_all[0] += free;
+	w->pace_all[1] += queued;
+	n = w->pace[0] + w->pace[1];
+	/* the older weighed down as newer come, as the stalls' gaps are (a job's pace
+	 * changes: a queue fills after the start) */
+	if (n > 0 && n + free + queued > EST_PACE_MEMORY) {
+		double keep = fmax(EST_PACE_MEMORY - free - queued, EST_PACE_MEMORY / 4) / n;
+
+		if (keep < 1) {
+			w->pace[0] *= keep;
+			w->pace[1] *= keep;
+		}
+	}
+	w->pace[0] += free;
+	w->pace[1] += queued;
+	pthread_mutex_unlock(&w->lock);
 }
 
 /* The books over the recording (windows.h). */
@@ -292,6 +335,7 @@ void windows__summary(struct windows *w, struct windows_summary *out)
 	out->trap_scale = est_traps_scale(&w->traps, &out->trap_ticks);
 	memcpy(out->resp, w->resp_all, sizeof(out->resp));
 	out->stalls = w->stalls;
+	memcpy(out->pace, w->pace_all, sizeof(out->pace));
 	memcpy(out->bare, w->bare, sizeof(out->bare));
 	out->bare_every = w->bare_every;
 	out->windows = w->windows;

@@ -125,8 +125,11 @@ struct windows {
 	struct est_response resp[CG__COUNT]; /* whether the delay pushes calls out: lately ... */
 	struct est_response resp_all[CG__COUNT]; /* ... and over the recording */
 	bool stalls;				 /* ... asked of the job by stalls (cuda__set_stall) */
-	struct est_bare bare[CG__COUNT];	 /* what a call's work costs the job, by bare calls */
-	unsigned bare_every;			 /* ... one in this many in a window (0: none) */
+	/* the device's records: launches' first kernels that started as launched, and that
+	 * waited ([0], [1]), lately (about EST_PACE_MEMORY of them) and over the recording */
+	double pace[2], pace_all[2];
+	struct est_bare bare[CG__COUNT]; /* what a call's work costs the job, by bare calls */
+	unsigned bare_every;		 /* ... one in this many in a window (0: none) */
 	uint64_t windows, cuts;
 	uint64_t own_ns;	    /* gpubpf's CPU in the window thread's windows work (the governor's own_window) */
 	uint64_t late, moved;	    /* windows opened late (> LATE_S), moved past their slot */

@@ -58,9 +58,21 @@ static void share_text(const struct windows_summary *sum, int g, char *buf, size
 {
 	const struct est_response *r = &sum->resp[g];
 	struct est_delay s;
-	double delta, stall;
-	char gaps[32];
+	double delta, stall, n = sum->pace[0] + sum->pace[1];
+	char gaps[32], a[32], b[32];
 
+	if (g == CG_LAUNCH && n >= EST_PACE_MIN) {
+		snprintf(buf, len,
+			 "; of the probes' delay %.2f pushed calls out over the recording, as the device's records "
+			 "said: of the followed launches' first kernels (device-time windows, the cost measurement), "
+			 "%s started "
+			 "as launched (their "
+			 "launch set the pace) and %s waited for the one before them on their stream (a device's queue "
+			 "that sets the pace absorbs a delay)",
+			 sum->pace[0] / n, numfmt__grouped(a, sizeof(a), sum->pace[0]),
+			 numfmt__grouped(b, sizeof(b), sum->pace[1]));
+		return;
+	}
 	if (!sum->stalls) {
 		snprintf(buf, len, "; the probes' delay taken to push the thread's calls out (GPUBPF_STALL_US=0)");
 		return;
@@ -84,7 +96,7 @@ static void estimate_comment(struct profile *prof, int g, const char *what, cons
 			     const struct windows_summary *sum)
 {
 	const char *group = cuda_group_names[g];
-	char e[32], lo[32], hi[32], seen[32], sys[768] = "", how[256], up[32], pm[128], share[320];
+	char e[32], lo[32], hi[32], seen[32], sys[768] = "", how[256], up[32], pm[128], share[512];
 	double half = (t->hi - t->lo) / 2;
 
 	if (!t->sampled) {
@@ -203,16 +215,23 @@ void windows_warn_floored(struct windows *w)
 		100 * governor__overhead(gv));
 }
 
-/* What of a thread's delay slows the job: the stalls' share over every windowed group's
- * gaps where it is surely below 1 and read below EST_JOB_PACED (a device's queue set the
- * pace part of the time, and the delay came out of the thread's waits on it); else all of
- * it, as the budget assumes (and where the stalls cannot tell: too few gaps,
+/* What of a thread's delay slows the job: the device's records' share where they told it
+ * (windows__device_pace), else the stalls' over every windowed group's gaps where it is
+ * surely below 1; either where read below EST_JOB_PACED (a device's queue set the pace
+ * part of the time, and the delay came out of the thread's waits on it); else all of it,
+ * as the budget assumes (and where the stalls cannot tell: too few gaps,
  * GPUBPF_STALL_US=0). */
 static struct est_delay job_share(const struct windows_summary *sum)
 {
 	struct est_response all = {0};
 	struct est_delay one = {1, 1, 1}, s;
+	double n = sum->pace[0] + sum->pace[1];
 
+	/* the device's records, where they told it (windows__device_pace) */
+	if (n >= EST_PACE_MIN) {
+		s.mid = s.lo = s.hi = sum->pace[0] / n;
+		return s.mid < EST_JOB_PACED ? s : one;
+	}
 	if (!sum->stalls)
 		return one;
 	for (int g = 0; g < CG__COUNT; g++)
@@ -404,9 +423,12 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 			profile__add_comment(
 			    prof,
 			    "cuda cost: the job slowed by an estimated %.3g%% (%.3g-%.3g%%): a device's queue set the "
-			    "busiest thread's pace, and of a delay only %.2f (%.2f-%.2f) pushed its calls out (random "
-			    "stalls), the rest came out of its waits on the device; the budget is spent on the "
-			    "thread's time all the same",
-			    100 * total * js.mid, 100 * lo * js.lo, 100 * hi * js.hi, js.mid, js.lo, js.hi);
+			    "busiest thread's pace, and of a delay only %.2f (%.2f-%.2f) pushed its calls out (%s), "
+			    "the "
+			    "rest came out of its waits on the device; the budget is spent on the thread's time all "
+			    "the "
+			    "same",
+			    100 * total * js.mid, 100 * lo * js.lo, 100 * hi * js.hi, js.mid, js.lo, js.hi,
+			    sum.pace[0] + sum.pace[1] >= EST_PACE_MIN ? "the device's records" : "random stalls");
 	}
 }
