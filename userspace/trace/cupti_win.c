@@ -274,10 +274,11 @@ static void read_pace(struct cupti_tracer *c, struct cpt_wtarget *t)
 {
 	struct dev_proc p;
 
-	if (!c->skel || !c->win || bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.dev_procs), &t->tgid, &p) ||
-	    p.free < t->pace_read[0] || p.queued < t->pace_read[1])
+	if (!c->skel || !c->win || bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.dev_procs), &t->tgid, &p))
 		return;
-	if (p.free > t->pace_read[0] || p.queued > t->pace_read[1])
+	/* (counts that went back: the process's books began anew; read from there) */
+	if (p.free >= t->pace_read[0] && p.queued >= t->pace_read[1] &&
+	    (p.free > t->pace_read[0] || p.queued > t->pace_read[1]))
 		windows__device_pace(c->win, (double)(p.free - t->pace_read[0]), (double)(p.queued - t->pace_read[1]));
 	t->pace_read[0] = p.free;
 	t->pace_read[1] = p.queued;
