@@ -38,7 +38,7 @@ def main():
         slip[int(m[1])] = (float(m[4]) / 1e6, float(m[5]) / 1e6)
     thr = {}
     for m in re.finditer(r"window (\d+) of launches: thread \d+ made (\d+) calls .*?its probes' delay (\d+) us"
-                         r".*?\): x([0-9.]+) \(x([0-9.]+)-x([0-9.]+)\)", log):
+                         r".*?\): x([0-9.]+) \(x([0-9.]+)-x([0-9.]+|inf)\)", log):
         thr[int(m[1])] = (int(m[2]), float(m[3]) / 1e6, float(m[4]), float(m[5]), float(m[6]))
     if len(t) < 1000 or len(wins) < 5:
         verdict("windows", False, f"{len(t)} launches traced, {len(wins)} launch windows in the log")
