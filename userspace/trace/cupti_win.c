@@ -36,7 +36,6 @@
 #include "log.h"
 #include "numfmt.h"
 #include "profile.h"
-#include "readfile.h"
 #include "windows.h"
 
 #include "cupti_int.h"
@@ -363,26 +362,6 @@ void cpt_win_tick(struct cupti_tracer *c)
 	}
 }
 
-/* Did thread TID of T sleep after its last launch in a window that closed after it (what
- * its launches lost made up)? Its voluntary switches now against those at that launch
- * (dev_run.nvcsw): a thread preempted (a shared CPU: 3-25 ms gaps before the window's end,
- * which a gap alone took for sleep, and then corrected nothing of the window: device time
- * 0.4-0.7 of the truth beside two CPU hogs) or still at work of its own made none. Read at
- * the first drain after the window closed, as the probe groups' windows read theirs right
- * after theirs; a thread gone made no more launches either way. */
-static bool run_slept(uint32_t tgid, uint32_t tid, uint64_t nvcsw)
-{
-	char path[64], *text, *p;
-	bool slept;
-
-	snprintf(path, sizeof(path), "/proc/%u/task/%u/status", tgid, tid);
-	text = readfile__path(path, 1 << 16, true, NULL);
-	p = text ? strstr(text, "\nvoluntary_ctxt_switches:") : NULL;
-	slept = !p || strtoull(p + 25, NULL, 10) != nvcsw;
-	free(text);
-	return slept;
-}
-
 /* The share of CUPTI's cost that pushed run R's launches out of their window. Where the
  * device's records tell who set the pace (DEV_REC_*), from them: a kernel that started
  * as it was launched, its stream idle before it, started later by as much as its launch
@@ -431,7 +410,11 @@ static struct est_delay run_delay(struct cupti_tracer *c, const struct cpt_wtarg
 		return d;
 	if (r.run_n >= 2 && r.last >= r.run_start) {
 		span = (double)(r.last - r.run_start) / 1e9;
-		slept = m->closed && m->end > r.last + DEV_RUN_GAP_NS && run_slept(t->tgid, tid, r.nvcsw);
+		/* slept after its last launch, by its voluntary switches (read at the first drain
+		 * after the close), as the probe groups' windows judge it: a gap alone, which a
+		 * thread preempted at the end has too (3-25 ms beside two CPU hogs), took whole
+		 * windows for made up (device time 0.4-0.7 of the truth there) */
+		slept = m->closed && m->end > r.last + DEV_RUN_GAP_NS && windows__task_slept(t->tgid, tid, r.nvcsw);
 		/* on a shared CPU the run waited its turns in CUPTI's cost as in its own work */
 		x = est_run_stretch(span, (double)r.run_wait / 1e9);
 		/* c is measured, at a quantile of a few hundred calls: a fifth of it is taken as

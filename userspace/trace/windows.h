@@ -109,6 +109,11 @@ struct est_delay windows__share(struct windows *w, int g);
  * say it of the device's side exactly, where the stalls' gaps are noisy. */
 void windows__device_pace(struct windows *w, double free, double queued);
 
+/* Whether thread TID of TGID switched voluntarily (slept) since it had NVCSW voluntary
+ * switches: a thread's last call in a window, against now. A thread gone: true (it made
+ * no more calls either way). */
+bool windows__task_slept(uint32_t tgid, uint32_t tid, uint64_t nvcsw);
+
 /* A copy of the governor as the thread last planned it. */
 void windows__governor(struct windows *w, struct governor *out);
 

@@ -178,6 +178,19 @@ static void paced_catch_up(const struct windows *w, struct wrec *r, double close
 			r->thr[i].lo = (float)(keep * r->thr[i].lo);
 }
 
+bool windows__task_slept(uint32_t tgid, uint32_t tid, uint64_t nvcsw)
+{
+	char path[64], *text, *p;
+	bool slept;
+
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/status", tgid, tid);
+	text = readfile__path(path, 1 << 16, true, NULL);
+	p = text ? strstr(text, "\nvoluntary_ctxt_switches:") : NULL;
+	slept = !p || strtoull(p + 25, NULL, 10) != nvcsw;
+	free(text);
+	return slept;
+}
+
 /* The threads that hit window R: their delay corrections, and the costs for the
  * governor and the busiest thread's books. Right after the gate closed. */
 void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busiest, double *all, double *hits,
@@ -190,19 +203,12 @@ void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busi
 
 	*busiest = *all = *hits = 0;
 	for (int i = 0; i < n; i++) {
-		char path[64], *text, *p;
-		uint64_t nv = st[i].nvcsw;
 		struct est_delay d, scale, share, work;
 		double cost, work_paid, x = run_stretch(&st[i]);
 		bool slept;
 
-		/* Did the thread sleep after its last call in the window (its delay made up)?
-		 * A thread gone made no more calls either way. */
-		snprintf(path, sizeof(path), "/proc/%" PRIu64 "/task/%u/status", (uint64_t)st[i].tgid, tids[i]);
-		text = readfile__path(path, 1 << 16, true, NULL);
-		p = text ? strstr(text, "\nvoluntary_ctxt_switches:") : NULL;
-		slept = !p || strtoull(p + 25, NULL, 10) != nv;
-		free(text);
+		/* Did the thread sleep after its last call in the window (its delay made up)? */
+		slept = windows__task_slept((uint32_t)st[i].tgid, tids[i], st[i].nvcsw);
 		/* A run that never slept spent its kernel time in its probes: the programs'
 		 * part timed, the traps' calibrated, both up to its last call's entry. */
 		if (!slept && st[i].run_calls >= 2 && st[i].backlog_ns > st[i].last_cost_ns && st[i].run_trap_ns) {
