@@ -23,6 +23,7 @@
 #include "cuda_int.h"
 #include "demangle.h"
 #include "elfsym.h"
+#include "envnum.h"
 #include "hmap.h"
 #include "links.h"
 #include "log.h"
@@ -158,6 +159,14 @@ static int load_flavour(struct cuda_tracer *c, int targets_fd, int comms_fd, boo
 	stacks__test_size(c->skel->maps.stacks0, c->skel->maps.stacks1);
 	stacks__fpwalk_knobs(&c->skel->rodata->fpwalk_off, &c->skel->rodata->fpwalk_key_mask);
 	c->multi = multi;
+	/* tests only: a host whose traps are dearer than this one's (cuda.bpf.c, dear_ns) */
+	c->skel->rodata->dear_ns[0] = (uint64_t)envnum__get("GPUBPF_TEST_TRAP_NS", 0, 50000, 0);
+	c->skel->rodata->dear_ns[1] = (uint64_t)envnum__get("GPUBPF_TEST_TRAP_RET_NS", 0, 50000, 0);
+	if (c->skel->rodata->dear_ns[0] || c->skel->rodata->dear_ns[1])
+		pr_warn(
+		    "GPUBPF_TEST_TRAP_NS/GPUBPF_TEST_TRAP_RET_NS (tests only): every probe hit held %llu ns more at "
+		    "entry and %llu ns at return, as dearer traps would",
+		    (unsigned long long)c->skel->rodata->dear_ns[0], (unsigned long long)c->skel->rodata->dear_ns[1]);
 	if (c->trace) {
 		c->skel->rodata->trace_calls = true;
 		/* ~70 bytes an event: room for 200k calls between two polls. */
