@@ -63,9 +63,13 @@ for id in thread-paced device-paced; do
 		'^[0-9]+ of (2000000|400000) \([+-][0-9.]+%\), CI [0-9]+-([0-9]+|unbounded), delay pushed [0-9.]+ \([0-9.]+-[0-9.]+\); device [a-z-]+\|(PASS|FAIL)$'
 done
 # what a call's work costs the job beyond its run time, measured in the thread-paced run
-# by one counted call in 8 skipping its work (GPUBPF_BARE_EVERY), read from its report
+# by one counted call in 8 skipping its work (GPUBPF_BARE_EVERY), read from its report; or,
+# where the windows held fewer bare calls than it is measured from (EST_BARE_MIN, 200), how
+# many they held: at the default budget a host whose traps are dear (a traced call 7 us, the
+# twenty-ninth session's) has shorter windows, and a CI run there had 172 (e2e 65 checks the
+# measurement itself, at a budget that gives it enough)
 row_like "selftest:work-row" "a call's work: its cost to the job beyond its run time (1 in 8 bare), launch_loop" \
-	'^[0-9.]+ us a call \([0-9.]+-[0-9.]+\), a gap after a bare call -?[0-9.]+ us shorter, its program -?[0-9.]+\|INFO$'
+	'^([0-9.]+ us a call \([0-9.]+-[0-9.]+\), a gap after a bare call -?[0-9.]+ us shorter, its program -?[0-9.]+|too few gaps after bare calls \([0-9]+\))\|INFO$'
 # each mode's ratio, with gpubpf's estimate beside the measured slowdown (the Python-driven
 # step, through ctypes, stands in for PyTorch's); and what a launch costs under --exact in
 # kernel and in user time beside gpubpf's estimate of a hit
