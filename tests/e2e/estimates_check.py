@@ -73,25 +73,15 @@ def from_log(path, start, dur):
 GROUPS = (("launch", "launches"), ("memcpy", "copies"), ("memset", "copies"), ("sync", "syncs"))
 
 
-def stated_bounds(path):
-    """group -> (lo, hi) of gpubpf's 95% interval for its calls (hi None: unbounded)."""
+def intervals(path):
+    """group -> (lo, hi, half-width in percent) of gpubpf's 95% interval for its calls, from
+    its comments (hi None and no half-width: unbounded above)."""
     out = {}
     for line in open(path):
-        m = re.search(r"cuda estimate: (\w+): [\d,]+ calls, 95% CI ([\d,]+)-([\d,]+|unbounded) ", line)
+        m = re.search(r"cuda estimate: (\w+): [\d,]+ calls, 95% CI ([\d,]+)-([\d,]+|unbounded) (\(\+-([\d.]+)%\))?", line)
         if m and m.group(1) not in out:
-            hi = m.group(3)
-            out[m.group(1)] = (float(m.group(2).replace(",", "")), None if hi == "unbounded" else
-                               float(hi.replace(",", "")))
-    return out
-
-
-def stated(path):
-    """group -> the half-width in percent of gpubpf's 95% interval, from its comments."""
-    out = {}
-    for line in open(path):
-        m = re.search(r"cuda estimate: (\w+): [\d,]+ calls, 95% CI [\d,]+-[\d,]+ \(\+-([\d.]+)%\)", line)
-        if m:
-            out[m.group(1)] = float(m.group(2))
+            hi = None if m.group(3) == "unbounded" else float(m.group(3).replace(",", ""))
+            out[m.group(1)] = (float(m.group(2).replace(",", "")), hi, float(m.group(5)) if m.group(5) else 0)
     return out
 
 
@@ -113,18 +103,20 @@ def main():
     min_share = float(arg("--min-share", 2))
     if arg("--log"):
         truth = from_log(arg("--log"), float(arg("--start")), float(arg("--duration")))
-    ci = stated(arg("--ci")) if arg("--ci") else {}
+    stated = intervals(arg("--ci")) if arg("--ci") else {}
+    ci = {g: v[2] for g, v in stated.items()}
+    by_group = "--by-group" in sys.argv
     total = sum(truth.values())
     bad = []
     print(f"{'site':8} {'call':18} {'truth':>9} {'exact':>9} {'estimate':>10} {'est/truth':>9} {'bound':>6} checked")
     for site in sorted(truth):
         t, e = truth[site], est.get(site, 0)
         x = exact.get(site, 0) if exact is not None else None
-        checked = total > 0 and 100 * t / total >= min_share and "--by-group" not in sys.argv
+        checked = total > 0 and 100 * t / total >= min_share and not by_group
         r = e / t if t else 0
         bound = max(tol, 1.5 * ci.get(group_of(api.get(site, "")), 0))
         print(f"{site:8} {api.get(site, '?'):18} {t:9.0f} {'' if x is None else '%9.0f' % x:>9} {e:10.0f} "
-              f"{r:9.3f} {bound:5.1f}% {'yes' if checked else 'no (by group)' if '--by-group' in sys.argv else 'no (few calls)'}")
+              f"{r:9.3f} {bound:5.1f}% {'yes' if checked else 'no (by group)' if by_group else 'no (few calls)'}")
         if x is not None and x != t:
             bad.append(f"{site}: exact {x:.0f} != truth {t:.0f}")
         if not checked:
@@ -135,16 +127,15 @@ def main():
             bad.append(f"{site}: estimate {e:.0f} off --exact {x:.0f} by {100 * (e / x - 1):+.1f}% (bound {bound:.1f}%)")
     print(f"{'total':27} {total:9.0f} {'' if exact is None else '%9.0f' % sum(exact.values()):>9} "
           f"{sum(est.values()):10.0f} {sum(est.values()) / total if total else 0:9.3f}")
-    if "--by-group" in sys.argv:
-        bounds = stated_bounds(arg("--ci")) if arg("--ci") else {}
+    if by_group:
         for group in sorted({group_of(a) for a in api.values()} - {None}):
             t = sum(v for site, v in truth.items() if group_of(api.get(site, "")) == group)
             if t <= 0:
                 continue
-            if group not in bounds:
+            if group not in stated:
                 bad.append(f"{group}: no interval stated for {t:.0f} calls")
                 continue
-            lo, hi = bounds[group]
+            lo, hi, _ = stated[group]
             print(f"{group}: truth {t:.0f}, stated 95% interval {lo:.0f}-{'unbounded' if hi is None else '%.0f' % hi}")
             if t < lo or (hi is not None and t > hi):
                 bad.append(f"{group}: truth {t:.0f} outside the stated interval {lo:.0f}-{hi}")

@@ -93,14 +93,23 @@ record_gpu() {
 	grep -E 'Comment: gpu|^producer:' "$TMP/$name.raw" "$TMP/$name.log" | sed "s|^|$name: |" | cut -c1-400
 }
 
-# The host's traced call (us), by gpubpf's own calibration (record -v): this workplace's
-# hosts differ threefold, 2.0-2.1 us on one and 7.0-7.6 on another, the same kernel
+# gpubpf's own calibration of a probe hit here (record -v), with every hit held ENTRY_NS
+# and RET_NS more (GPUBPF_TEST_TRAP_NS, _RET_NS; default none): "traced entry program
+# return", in us; nothing where it cannot be read.
+calibration() { # [ENTRY_NS RET_NS]
+	GPUBPF_TEST_TRAP_NS=${1:-${GPUBPF_TEST_TRAP_NS:-0}} GPUBPF_TEST_TRAP_RET_NS=${2:-${GPUBPF_TEST_TRAP_RET_NS:-0}} \
+		"$GPUBPF" record -v -o "$TMP/calibration.pb.gz" -- sleep 0.1 2>&1 |
+		sed -n 's/.*calibration: a traced call \([0-9.]*\) us (entry trap \([0-9.-]*\), program \([0-9.-]*\), return \([0-9.-]*\)).*/\1 \2 \3 \4/p' |
+		head -1
+}
+
+# The host's traced call (us), by that calibration: this workplace's hosts differ
+# threefold, 1.6-2.3 us on one kind and 7.0-7.6 on another, the same kernel
 # (docs/BENCHMARKS.md, the twenty-ninth and thirtieth sessions), and a CI run lands on
 # either. Cached for the script; 2 where it cannot be read.
 host_hit_us() {
 	if [ ! -s "$TMP/host_hit_us" ]; then
-		"$GPUBPF" record -v -o "$TMP/host_hit.pb.gz" -- sleep 0.1 2>&1 |
-			sed -n 's/.*calibration: a traced call \([0-9.]*\) us.*/\1/p' | head -1 >"$TMP/host_hit_us"
+		calibration | awk '{ print $1 }' >"$TMP/host_hit_us"
 		[ -s "$TMP/host_hit_us" ] || echo 2 >"$TMP/host_hit_us"
 	fi
 	cat "$TMP/host_hit_us"
