@@ -8,6 +8,17 @@
 
 #include "stall.bpf.h"
 
+/* A thread's fresh state is built here, not on charge's stack: cuda_tstate is most of
+ * 300 bytes, and with the entry program's own frame it took the two calls past the
+ * verifier's 512 (640: refused by 6.18's verifier on the development machine, where an
+ * older build of it had let them by). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cuda_tstate);
+} tstate_scratch SEC(".maps");
+
 /* The current thread's CPU time in user mode and in the kernel (0 and 0: unknown). */
 static __always_inline void task_times(__u64 *ut, __u64 *st)
 {
@@ -82,7 +93,7 @@ __noinline int charge(__u64 pid_tgid, __u32 g, __u64 start, __u32 how)
 
 	g &= CUDA_GROUPS_MAX - 1; /* a global function (verified once): nothing is known of G */
 	struct cuda_tkey k = {.tid = tid, .group = g};
-	struct cuda_tstate *st, init = {};
+	struct cuda_tstate *st, *init;
 	__u32 win = window_at(g, start);
 	__u64 stalled = 0, pre = 0, now, cost, nv, niv, ut, stm;
 
@@ -119,11 +130,17 @@ __noinline int charge(__u64 pid_tgid, __u32 g, __u64 start, __u32 how)
 	}
 	st = bpf_map_lookup_elem(&tstates, &k);
 	if (!st || st->window != win) {
-		init.window = win;
-		init.tgid = tgid;
-		init.nvcsw = task_nvcsw();
-		init.run_start_ns = start;
-		bpf_map_update_elem(&tstates, &k, &init, BPF_ANY);
+		__u32 zero = 0;
+
+		init = bpf_map_lookup_elem(&tstate_scratch, &zero);
+		if (!init)
+			return 0;
+		__builtin_memset(init, 0, sizeof(*init));
+		init->window = win;
+		init->tgid = tgid;
+		init->nvcsw = task_nvcsw();
+		init->run_start_ns = start;
+		bpf_map_update_elem(&tstates, &k, init, BPF_ANY);
 		st = bpf_map_lookup_elem(&tstates, &k);
 		if (!st)
 			return 0;
