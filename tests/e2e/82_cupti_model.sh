@@ -98,8 +98,16 @@ gpu = re.search(r"Comment: gpu: .* in windows: (\d+) kernels .* of (\d+) launche
 # time in a window (a loaded machine, cost_changes's 7.25 us of 12.2: once in a clean-clone
 # run): the interval is then no use, and run again once like any too wide
 est = re.search(r"gpu estimate: kernels ([0-9,]+), 95% CI ([0-9,]+)-([0-9,]+|unbounded)[ ;]", raw)
+# too few sampled periods for an interval (the budget spaced windows out: CI, once, for the
+# replay): a "windowed" failure, run again once, with the comment's own reason
+few = re.search(r"gpu estimate: [^\n]*?from ([0-9,]+) device records seen in windows of (\d+) periods "
+                r"\(too few sampled periods[^)]*\)", raw)
+if truth and gpu and not est and few:
+    verdict("windowed", False, few[0][len("gpu estimate: "):])
+    sys.exit()
 if not (truth and gpu and est):
-    verdict("comments", False, f"truth {bool(truth)} gpu {bool(gpu)} estimate {bool(est)}")
+    cmt = re.search(r"gpu estimate: .{0,160}", raw)
+    verdict("comments", False, f"truth {bool(truth)} gpu {bool(gpu)} estimate {cmt[0] if cmt else False}")
     sys.exit()
 # the estimate counts the cost measurement's launches once, before the windows' periods
 t, every = int(truth[1]) + (int(measured[1]) if measured else 0), int(truth[2])
