@@ -107,6 +107,7 @@ struct cuda_tstate {
 	__u64 tgid;
 	__u64 nvcsw;	    /* its voluntary context switches at the last hit */
 	__u64 run_start_ns; /* entry of the first counted call since then */
+	__u64 first_ns;	    /* the thread's first hit in the window */
 	__u64 last_ns;	    /* entry of the last counted call */
 	__u64 backlog_ns;   /* probe time since then: the delay not made up for yet */
 	__u64 last_cost_ns; /* the last hit's probe time */

@@ -140,6 +140,7 @@ __noinline int charge(__u64 pid_tgid, __u32 g, __u64 start, __u32 how)
 		init->tgid = tgid;
 		init->nvcsw = task_nvcsw();
 		init->run_start_ns = start;
+		init->first_ns = start;
 		bpf_map_update_elem(&tstates, &k, init, BPF_ANY);
 		st = bpf_map_lookup_elem(&tstates, &k);
 		if (!st)

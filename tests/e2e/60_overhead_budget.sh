@@ -114,6 +114,31 @@ else
 	fail "short-job-within-budget" "probe hits and CPU sampling '${spent}'% of a 1% budget; $cost"
 fi
 
+# ... and so does it where traps cost 7-8 us a call (another kind of host of this
+# workplace's, had on this one: GPUBPF_TEST_TRAP_NS, docs/DESIGN.md). The loop began 3-7 ms
+# into its first 10 ms window, which read 27% of its thread in probes where it spent 90%,
+# and the next window, planned from that, took 28 ms: 1.47-1.57% in 3 of 3 runs. A group's
+# first window with calls is read from its busiest thread's first hit now: 1.0-1.2%.
+if [ -n "${GPUBPF_TEST_TRAP_NS:-}${GPUBPF_TEST_TRAP_RET_NS:-}" ]; then
+	skip "short-job-within-budget-dear-traps" "this run already emulates dear traps (above)"
+else
+	for run in 1 2; do
+		GPUBPF_TEST_TRAP_NS=4300 GPUBPF_TEST_TRAP_RET_NS=900 "$GPUBPF" record -o "$TMP/dear.pb.gz" -- \
+			"$WL/cuda/launch_loop" --seconds 3 >"$TMP/dear.out" 2>"$TMP/dear.err"
+		cost=$(pprof -raw "$TMP/dear.pb.gz" | sed -n 's/^Comment: cuda cost: //p')
+		spent=$(echo "$cost" | sed -n 's/.*probe hits \([0-9.e-]*\)% (.*CPU sampling \([0-9.e-]*\)% (.*/\1 \2/p')
+		ok=$([ -n "$spent" ] && python3 -c "import sys; sys.exit(0 if sum(map(float, '$spent'.split())) <= 1.3 else 1)" && echo 1)
+		[ -n "$ok" ] && break
+		# a loaded host's late windows add to it, as above
+		echo "# first run: probe hits and CPU sampling '${spent}'%: run again once"
+	done
+	if [ -n "$ok" ]; then
+		pass "short-job-within-budget-dear-traps"
+	else
+		fail "short-job-within-budget-dear-traps" "probe hits and CPU sampling '${spent}'% of a 1% budget; $cost"
+	fi
+fi
+
 # A budget below what gpubpf needs at the least (CPU sampling at 99 Hz alone is 0.1-0.2%
 # here, and each windowed group keeps 0.2% of every period): said while recording and in
 # the profile, and the plan stays at those floors (device time, whose window costs

@@ -193,15 +193,15 @@ bool windows__task_slept(uint32_t tgid, uint32_t tid, uint64_t nvcsw)
 
 /* The threads that hit window R: their delay corrections, and the costs for the
  * governor and the busiest thread's books. Right after the gate closed. */
-void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busiest, double *all, double *hits,
-			  double *closed)
+void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busiest, double *span, double *all,
+			  double *hits, double *closed)
 {
 	uint32_t tids[WIN_THREADS];
 	struct cuda_tstate st[WIN_THREADS];
 	int n = cuda__window_threads(w->c, g, r->id, tids, st, WIN_THREADS);
 	double per_window = governor__window_cost(w->gv);
 
-	*busiest = *all = *hits = 0;
+	*busiest = *span = *all = *hits = 0;
 	for (int i = 0; i < n; i++) {
 		struct est_delay d, scale, share, work;
 		double cost, work_paid, x = run_stretch(&st[i]);
@@ -251,8 +251,10 @@ void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busi
 		cost = (double)st[i].cost_ns + (scale.mid - 1) * (double)st[i].traps_ns + work_paid;
 		*all += cost / 1e9;
 		*hits += st[i].hits;
-		if (cost / 1e9 > *busiest)
+		if (cost / 1e9 > *busiest) {
 			*busiest = cost / 1e9;
+			*span = r->close - (double)st[i].first_ns / 1e9;
+		}
 		book(w, tids[i], (uint64_t)cost + (uint64_t)(per_window * 1e9), st[i].traps_ns, (uint64_t)work_paid);
 	}
 	*closed = read_closed(w, g, est_traps_scale(&w->traps, NULL).mid);

@@ -82,6 +82,7 @@ struct gstate {
 	bool first;	     /* the first, measuring window */
 	int stratum, strata; /* the part of the period planned, of how many (governor's strata) */
 	double rate;	     /* its calls a second in its last windows, all threads' */
+	bool called;	     /* its last window had calls (not the job's start, nor after an idle phase) */
 	double paced;	     /* 0-1: how much a device's queue paced its threads lately (1 - the
 			      * share of a delay that pushes their calls out, est_response) */
 	double ready;	     /* its probes went in, and a thread so paced caught up on their
@@ -150,10 +151,11 @@ double windows_now(void);
 
 /* Window R of group G just closed (its gate first; under w->lock): its threads' delay
  * corrections into R, what they paid into the books (tcost, ttraps), and for the
- * governor its busiest thread's probe time, all threads' and their hits, and the busiest
+ * governor its busiest thread's probe time and the part of the window from that thread's
+ * first hit (SPAN, seconds), all threads' probe time and their hits, and the busiest
  * thread's probe time with no window open since the last window (windows_books.c). */
-void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busiest, double *all, double *hits,
-			  double *closed);
+void windows_read_threads(struct windows *w, int g, struct wrec *r, double *busiest, double *span, double *all,
+			  double *hits, double *closed);
 
 /* The most any thread paid in probes and window switches since the last call (the
  * period that just ended), in seconds (under w->lock; windows_books.c). */
