@@ -107,8 +107,13 @@ fi
 # period 10-20 ms over its 9 ms share. A period's overspend is now owed, and repaid from
 # the next periods' budget: 0.94-1.11%, 5 runs. What the last periods owe is not repaid by
 # the end; a loaded host's late windows add to it; hence 1.3%, and a second run (above).
-spent=$(echo "$cost" | sed -n 's/.*probe hits \([0-9.e-]*\)% (.*CPU sampling \([0-9.e-]*\)% (.*/\1 \2/p')
-if [ -n "$spent" ] && python3 -c "import sys; sys.exit(0 if sum(map(float, '$spent'.split())) <= 1.3 else 1)"; then
+# COST: a "cuda cost:" comment; SPENT: its probe hits and CPU sampling (%); true where the
+# two are 1.3% at most
+short_within() {
+	spent=$(echo "$1" | sed -n 's/.*probe hits \([0-9.e-]*\)% (.*CPU sampling \([0-9.e-]*\)% (.*/\1 \2/p')
+	[ -n "$spent" ] && python3 -c "import sys; sys.exit(0 if sum(map(float, '$spent'.split())) <= 1.3 else 1)"
+}
+if short_within "$cost"; then
 	pass "short-job-within-budget"
 else
 	fail "short-job-within-budget" "probe hits and CPU sampling '${spent}'% of a 1% budget; $cost"
@@ -122,13 +127,12 @@ fi
 if [ -n "${GPUBPF_TEST_TRAP_NS:-}${GPUBPF_TEST_TRAP_RET_NS:-}" ]; then
 	skip "short-job-within-budget-dear-traps" "this run already emulates dear traps (above)"
 else
+	ok=""
 	for run in 1 2; do
 		GPUBPF_TEST_TRAP_NS=4300 GPUBPF_TEST_TRAP_RET_NS=900 "$GPUBPF" record -o "$TMP/dear.pb.gz" -- \
 			"$WL/cuda/launch_loop" --seconds 3 >"$TMP/dear.out" 2>"$TMP/dear.err"
 		cost=$(pprof -raw "$TMP/dear.pb.gz" | sed -n 's/^Comment: cuda cost: //p')
-		spent=$(echo "$cost" | sed -n 's/.*probe hits \([0-9.e-]*\)% (.*CPU sampling \([0-9.e-]*\)% (.*/\1 \2/p')
-		ok=$([ -n "$spent" ] && python3 -c "import sys; sys.exit(0 if sum(map(float, '$spent'.split())) <= 1.3 else 1)" && echo 1)
-		[ -n "$ok" ] && break
+		short_within "$cost" && ok=1 && break
 		# a loaded host's late windows add to it, as above
 		echo "# first run: probe hits and CPU sampling '${spent}'%: run again once"
 	done
