@@ -68,8 +68,11 @@ def parse_est(err):
     thread's time)" where random stalls showed a device's queue absorbing the thread's
     delay (X is then the job's slowdown). (X, LO, HI, T) in percent (T = X where the
     thread's time is the estimate), or None."""
-    m = re.search(r"overhead ~([0-9.e+-]+)%(?: \(([0-9.e+-]+)-([0-9.e+-]+)%)?"
-                  r"(?:: a device set the pace; ([0-9.e+-]+)% of the thread's time)?", err)
+    # a number as gpubpf prints it ("7.3e-05"): a class with "-" in it ran on over the
+    # range's own dash ("7.3e-05-8.1e-05%") and make bench stopped at the device-bound row
+    num = r"([0-9.]+(?:e[+-]?[0-9]+)?)"
+    m = re.search(rf"overhead ~{num}%(?: \({num}-{num}%)?"
+                  rf"(?:: a device set the pace; {num}% of the thread's time)?", err)
     if not m:
         return None
     x = float(m.group(1))

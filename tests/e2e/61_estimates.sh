@@ -226,7 +226,8 @@ if python3 - "$TMP/dev_alone.out" "$TMP/dev_alone2.out" "$TMP/dev.out" "$TMP/dev
 import re, sys
 rate = lambda f: float(re.search(r"launches_per_sec=([0-9.]+)", open(f).read()).group(1))
 alone, under, err = max(rate(sys.argv[1]), rate(sys.argv[2])), rate(sys.argv[3]), open(sys.argv[4]).read()
-m = re.search(r"overhead ~([0-9.e+-]+)% \(([0-9.e+-]+)-([0-9.e+-]+)%: a device set the pace; ([0-9.e+-]+)% of the thread's time\)", err)
+num = r"([0-9.]+(?:e[+-]?[0-9]+)?)"  # "7.3e-05": a class with "-" ran over the range's dash
+m = re.search(rf"overhead ~{num}% \({num}-{num}%: a device set the pace; {num}% of the thread's time\)", err)
 meas = 100 * (alone / under - 1)
 if not m:
     sys.exit(print(f"    no job's slowdown in the summary: {err.strip()[-300:]}"))
