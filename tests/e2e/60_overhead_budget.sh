@@ -147,22 +147,31 @@ fi
 # here, and each windowed group keeps 0.2% of every period): said while recording and in
 # the profile, and the plan stays at those floors (device time, whose window costs
 # milliseconds, came once a period where it should come as seldom as it can).
-"$GPUBPF" record --overhead-budget 0.01 -o "$TMP/low.pb.gz" -- "$WL/cuda/launch_loop" --seconds 2 \
-	>"$TMP/low.out" 2>"$TMP/low.err"
-cost=$(pprof -raw "$TMP/low.pb.gz" | sed -n 's/^Comment: cuda cost: //p')
-planned=$(echo "$cost" | sed -n 's/.*; planned \([0-9.e+-]*\)% (over the 0.01% budget, held up by its floors.*/\1/p')
-# at the floors: CPU sampling as timed in this run (0.3-0.4% as a rule, 0.82% in a clean
-# clone's full run on a loaded host, where "under 1%" failed at 1.02%) and one windowed
-# group's 0.2%, give or take, with its windows' probes in and no window open as measured
-# in this run (a window's fixed cost: 0.02-0.04% as a rule, 0.27% on a loaded host, where
-# the window thread woke late after a window's end and the gate, exact since 95bd8e8,
-# counted the calls meanwhile in none); a window of device time a period would be several %
-cpu=$(echo "$cost" | sed -n 's/.*, CPU sampling \([0-9.e+-]*\)% (.*/\1/p')
-closed=$(echo "$cost" | sed -n 's/.*; \([0-9.e-]*\)% of it with the probes in and no window open.*/\1/p')
-echo "# below the floors: planned ${planned}%, CPU sampling ${cpu}%, probes in with no window open ${closed}%"
-if grep -q 'warning: the overhead budget of 0.01% is below what gpubpf needs at the least: CPU sampling at 99 Hz' \
-	"$TMP/low.err" && [ -n "$planned" ] && [ -n "$cpu" ] && [ -n "$closed" ] &&
-	python3 -c "import sys; sys.exit(0 if float('$planned') <= float('$cpu') + float('$closed') + 0.3 else 1)"; then
+# The plan's part for probes in with no window open takes a window's rise at once and lets
+# it fall by halves (governor.c), the figure beside it is the run's average: where the
+# window thread woke late near the end (a loaded host) the plan reads more than the average (a clean clone's CI run: planned
+# 0.774% against 0.285% + 0.18% + 0.3, 2 windows late by 15.7 ms): run again once there.
+# LOW_WITHIN: record the low budget; true where its plan keeps to the floors
+low_within() {
+	"$GPUBPF" record --overhead-budget 0.01 -o "$TMP/low.pb.gz" -- "$WL/cuda/launch_loop" --seconds 2 \
+		>"$TMP/low.out" 2>"$TMP/low.err"
+	cost=$(pprof -raw "$TMP/low.pb.gz" | sed -n 's/^Comment: cuda cost: //p')
+	planned=$(echo "$cost" | sed -n 's/.*; planned \([0-9.e+-]*\)% (over the 0.01% budget, held up by its floors.*/\1/p')
+	# at the floors: CPU sampling as timed in this run (0.3-0.4% as a rule, 0.82% in a clean
+	# clone's full run on a loaded host, where "under 1%" failed at 1.02%) and one windowed
+	# group's 0.2%, give or take, with its windows' probes in and no window open as measured
+	# in this run (a window's fixed cost: 0.02-0.04% as a rule, 0.27% on a loaded host, where
+	# the window thread woke late after a window's end and the gate, exact since 95bd8e8,
+	# counted the calls meanwhile in none); a window of device time a period would be several %
+	cpu=$(echo "$cost" | sed -n 's/.*, CPU sampling \([0-9.e+-]*\)% (.*/\1/p')
+	closed=$(echo "$cost" | sed -n 's/.*; \([0-9.e-]*\)% of it with the probes in and no window open.*/\1/p')
+	late=$(pprof -raw "$TMP/low.pb.gz" | sed -n 's/.*windows opened late: \([0-9]*\),.*/\1/p' | head -1)
+	echo "# below the floors: planned ${planned}%, CPU sampling ${cpu}%, probes in with no window open ${closed}%, windows late ${late}"
+	grep -q 'warning: the overhead budget of 0.01% is below what gpubpf needs at the least: CPU sampling at 99 Hz' \
+		"$TMP/low.err" && [ -n "$planned" ] && [ -n "$cpu" ] && [ -n "$closed" ] &&
+		python3 -c "import sys; sys.exit(0 if float('$planned') <= float('$cpu') + float('$closed') + 0.3 else 1)"
+}
+if low_within || { [ "${late:-0}" != 0 ] && echo "# late windows: run again once" && low_within; }; then
 	pass "budget-below-floors-said"
 else
 	fail "budget-below-floors-said" "planned '${planned}'% against CPU sampling '${cpu}'% and probes in with no window open '${closed}'%, plus 0.3; $(pprof -raw "$TMP/low.pb.gz" | grep -o 'windows opened late: .*'); $cost; $(grep -v '^launch_loop' "$TMP/low.err")"
