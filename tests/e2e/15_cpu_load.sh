@@ -21,20 +21,6 @@ source "$(dirname "$0")/lib.sh"
 need_root
 need_go
 
-HOGS=()
-hogs() {
-	for _ in 1 2; do
-		"$WL/cpu_ratio" 60 >/dev/null &
-		HOGS+=($!)
-		KILL_PIDS+=($!)
-	done
-}
-unhog() {
-	kill "${HOGS[@]}" 2>/dev/null
-	wait "${HOGS[@]}" 2>/dev/null
-	HOGS=()
-}
-
 # Shares of work_a, work_b, work_c (cumulative: their time under any callee), in samples
 # or with a second argument "cpu" in CPU time.
 gpubpf_shares() {

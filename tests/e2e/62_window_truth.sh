@@ -36,17 +36,11 @@ sed "s/^\(PASS\|FAIL\) /\1 $T:/" "$TMP/verdicts"
 # opens and cuts with it: each window's gate must stay exact (windows_gate.c: bounds ahead
 # of the clock read before their store, a store that landed late said and allowed for).
 # The correction's range is not judged here (the job's pace inside a window is the hogs').
-hogs=()
-for _ in 1 2; do
-	"$WL/cpu_ratio" 60 >/dev/null &
-	hogs+=($!)
-	KILL_PIDS+=($!)
-done
+hogs
 GPUBPF_WINDOW_PERIOD=0.2 "$GPUBPF" record -v --overhead-budget 5 -o "$TMP/l.pb.gz" -- \
 	"$WL/cuda/launch_loop" 700000 --spin-us 4 --trace "$TMP/ltrace.bin" >"$TMP/l.out" 2>"$TMP/l.err"
 rc=$?
-kill "${hogs[@]}" 2>/dev/null
-wait "${hogs[@]}" 2>/dev/null
+unhog
 if [ $rc != 0 ]; then
 	fail "loaded:record" "$(tail -3 "$TMP/l.err")"
 	exit 0

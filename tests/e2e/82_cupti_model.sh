@@ -260,16 +260,10 @@ fi
 # too few for an interval in one); their time less the watcher's waits for a CPU
 # (/proc/thread-self/schedstat) read 0.45-0.58 ms, a window every 1-2 periods.
 alone=$(sed -n "s/.*CUPTI set up and torn down, \([0-9.]*\) ms a window.*/\1/p" "$TMP/launch_bound.raw" 2>/dev/null)
-hogs=()
-for _ in 1 2; do
-	"$WL/cpu_ratio" 60 >/dev/null &
-	hogs+=($!)
-	KILL_PIDS+=($!)
-done
+hogs
 run_model loaded 1000
 rc=$?
-kill "${hogs[@]}" 2>/dev/null
-wait "${hogs[@]}" 2>/dev/null
+unhog
 if [ $rc = 0 ]; then
 	loaded=$(sed -n "s/.*CUPTI set up and torn down, \([0-9.]*\) ms a window.*/\1/p" "$TMP/loaded.raw")
 	every=$(sed -n "s/^producer: .* every=\([0-9]*\).*/\1/p" "$TMP/loaded.log")

@@ -15,6 +15,22 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Two CPU hogs (cpu_ratio, 60 s at most) on this 2-CPU machine, a loaded host's stand-in;
+# unhog stops them.
+HOGS=()
+hogs() {
+	for _ in 1 2; do
+		"$WL/cpu_ratio" 60 >/dev/null &
+		HOGS+=($!)
+		KILL_PIDS+=($!)
+	done
+}
+unhog() {
+	kill "${HOGS[@]}" 2>/dev/null
+	wait "${HOGS[@]}" 2>/dev/null
+	HOGS=()
+}
+
 pass() { echo "PASS $T:$1"; }
 fail() { echo "FAIL $T:$1: $2"; }
 skip() { echo "SKIP $T:$1: $2"; }
