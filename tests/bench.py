@@ -5,8 +5,8 @@ Each benchmark alternates runs of a fixed-work workload alone and under gpubpf a
 reports the median wall time of each and their ratio. gpubpf's own CPU time and peak
 RSS over a long recording are read with getrusage of the gpubpf child.
 """
-import os
 import contextlib
+import os
 import re
 import statistics
 import struct

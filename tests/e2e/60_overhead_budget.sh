@@ -149,13 +149,15 @@ fi
 # milliseconds, came once a period where it should come as seldom as it can).
 # The plan's part for probes in with no window open takes a window's rise at once and lets
 # it fall by halves (governor.c), the figure beside it is the run's average: where the
-# window thread woke late near the end (a loaded host) the plan reads more than the average (a clean clone's CI run: planned
-# 0.774% against 0.285% + 0.18% + 0.3, 2 windows late by 15.7 ms): run again once there.
+# window thread woke late near the end (a loaded host) the plan reads more than the
+# average (a clean clone's CI run: planned 0.774% against 0.285% + 0.18% + 0.3, 2 windows
+# late by 15.7 ms): run again once there.
 # LOW_WITHIN: record the low budget; true where its plan keeps to the floors
 low_within() {
 	"$GPUBPF" record --overhead-budget 0.01 -o "$TMP/low.pb.gz" -- "$WL/cuda/launch_loop" --seconds 2 \
 		>"$TMP/low.out" 2>"$TMP/low.err"
-	cost=$(pprof -raw "$TMP/low.pb.gz" | sed -n 's/^Comment: cuda cost: //p')
+	raw=$(pprof -raw "$TMP/low.pb.gz")
+	cost=$(echo "$raw" | sed -n 's/^Comment: cuda cost: //p')
 	planned=$(echo "$cost" | sed -n 's/.*; planned \([0-9.e+-]*\)% (over the 0.01% budget, held up by its floors.*/\1/p')
 	# at the floors: CPU sampling as timed in this run (0.3-0.4% as a rule, 0.82% in a clean
 	# clone's full run on a loaded host, where "under 1%" failed at 1.02%) and one windowed
@@ -165,7 +167,7 @@ low_within() {
 	# counted the calls meanwhile in none); a window of device time a period would be several %
 	cpu=$(echo "$cost" | sed -n 's/.*, CPU sampling \([0-9.e+-]*\)% (.*/\1/p')
 	closed=$(echo "$cost" | sed -n 's/.*; \([0-9.e-]*\)% of it with the probes in and no window open.*/\1/p')
-	late=$(pprof -raw "$TMP/low.pb.gz" | sed -n 's/.*windows opened late: \([0-9]*\),.*/\1/p' | head -1)
+	late=$(echo "$raw" | sed -n 's/.*windows opened late: \([0-9]*\),.*/\1/p' | head -1)
 	echo "# below the floors: planned ${planned}%, CPU sampling ${cpu}%, probes in with no window open ${closed}%, windows late ${late}"
 	grep -q 'warning: the overhead budget of 0.01% is below what gpubpf needs at the least: CPU sampling at 99 Hz' \
 		"$TMP/low.err" && [ -n "$planned" ] && [ -n "$cpu" ] && [ -n "$closed" ] &&
@@ -174,7 +176,7 @@ low_within() {
 if low_within || { [ "${late:-0}" != 0 ] && echo "# late windows: run again once" && low_within; }; then
 	pass "budget-below-floors-said"
 else
-	fail "budget-below-floors-said" "planned '${planned}'% against CPU sampling '${cpu}'% and probes in with no window open '${closed}'%, plus 0.3; $(pprof -raw "$TMP/low.pb.gz" | grep -o 'windows opened late: .*'); $cost; $(grep -v '^launch_loop' "$TMP/low.err")"
+	fail "budget-below-floors-said" "planned '${planned}'% against CPU sampling '${cpu}'% and probes in with no window open '${closed}'%, plus 0.3; $(echo "$raw" | grep -o 'windows opened late: .*'); $cost; $(grep -v '^launch_loop' "$TMP/low.err")"
 fi
 
 # A window thread held up (a loaded machine; here gpubpf stopped for 40 ms at random every
