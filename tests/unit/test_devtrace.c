@@ -199,7 +199,8 @@ TEST(real_timeline_every_launch_joined)
 		case TRACE_API:
 			/* the launches joined at recording time: the callback was inside */
 			if (e.correlation) {
-				CHECK_INT(devtrace__launch(d, e.pid, e.tid, corr, e.start_ns + e.dur_ns / 2, e.name), 0);
+				CHECK_INT(devtrace__launch(d, e.pid, e.tid, corr, e.start_ns + e.dur_ns / 2, e.name),
+					  0);
 				launches++;
 			}
 			e.correlation = 0;

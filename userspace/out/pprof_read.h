@@ -2,8 +2,9 @@
 /* pprof reader: a perftools.profiles.Profile (gzipped or not) into the profile model.
  *
  * Input is untrusted: sizes are bounded (PPROF_READ_MAX_BYTES compressed and
- * uncompressed, each field and string as it is inflated), every string index and id reference is checked, and a profile with a
- * dangling reference is refused with a message saying which. What the model cannot hold
+ * uncompressed, each field and string as it is inflated), every string index and id
+ * reference is checked, and a profile with a dangling reference is refused with a
+ * message saying which. What the model cannot hold
  * (more than PROFILE_MAX_TYPES types, deeper stacks, more labels) is dropped and counted
  * in struct pprof_read_info, so callers can say what they skipped.
  */
