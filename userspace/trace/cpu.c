@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "../../bpf/cpu.h"
 #include "cpu.h"
 #include "cpu.skel.h"
+#include "hmap.h"
 #include "log.h"
 #include "procs.h"
 #include "python.h"
@@ -36,6 +38,12 @@ struct cpu_sampler {
 	uint32_t ev_type; /* the event opened (cycles or cpu-clock) */
 	uint64_t ev_config;
 	uint64_t samples; /* drained into the profile */
+	/* How often the most sampled target thread is sampled (cpu__sample_rate): a thread is
+	 * sampled freq times a second of its own CPU time, not of the clock's */
+	struct hmap tid_drain; /* tid -> its samples in this drain (drain_buffer) */
+	double drain_t;	       /* when the last drain was (CLOCK_MONOTONIC s; 0: none yet) */
+	double rate;	       /* the most sampled thread's samples a second since the drain before */
+	double max_sum;	       /* the sum over drains of that thread's samples in each */
 };
 
 /* The most threads sampled on their own clocks (an fd each); past it, per CPU. */
@@ -417,7 +425,56 @@ void cpu__free(struct cpu_sampler *c)
 	free(c->links);
 	free(c->pfds);
 	cpu_bpf__destroy(c->skel);
+	hmap__clear(&c->tid_drain);
 	free(c);
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A drained entry's samples, added to its thread's in this drain. */
+static int count_thread(struct cpu_sampler *c, uint32_t tid, uint64_t samples)
+{
+	uint64_t n = 0;
+
+	hmap__get(&c->tid_drain, tid, 0, 0, &n);
+	return hmap__put(&c->tid_drain, tid, 0, 0, n + samples);
+}
+
+/* A drain's end: the most sampled thread's samples in it, into the recording's sum, and a
+ * second since the drain before (the buffer drained held what came since then; the
+ * first held what came since the events opened, before the recording's start: not a
+ * rate; a final drain's second buffer, at once after the first, holds a moment's). */
+static void drained(struct cpu_sampler *c)
+{
+	double now = mono_s();
+	uint64_t most = 0;
+
+	hmap_for_each(&c->tid_drain, en)
+	{
+		if (en->val > most)
+			most = en->val;
+	}
+	hmap__clear(&c->tid_drain);
+	c->max_sum += (double)most;
+	if (c->drain_t > 0 && now - c->drain_t < 0.05)
+		return;
+	c->rate = c->drain_t > 0 ? (double)most / (now - c->drain_t) : -1;
+	c->drain_t = now;
+}
+
+double cpu__sample_rate(const struct cpu_sampler *c, double elapsed, bool whole)
+{
+	if (!c || c->drain_t <= 0)
+		return -1;
+	if (whole)
+		return elapsed > 0 ? c->max_sum / elapsed : -1;
+	return c->rate;
 }
 
 static int drain_buffer(struct cpu_sampler *c, unsigned buf)
@@ -460,7 +517,11 @@ static int drain_buffer(struct cpu_sampler *c, unsigned buf)
 						   NULL, 0, NULL, 0, values);
 		if (!err)
 			c->samples += val.samples;
+		if (!err)
+			err = count_thread(c, key.tid, val.samples);
 	}
+	if (!err)
+		drained(c);
 	/* Nothing writes this buffer now: empty it for its next turn. */
 	stacks__clear_ids(&sm, ids, nids);
 	stacks__clear(bpf_map__fd(counts), sizeof(struct cpu_key)); /* what an error left */
@@ -476,14 +537,6 @@ int cpu__drain(struct cpu_sampler *c, bool final)
 	if (err || !final)
 		return err;
 	return drain_buffer(c, stacks__flip(&c->skel->bss->buf_active));
-}
-
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* The time a thread lost to interruptions over SECS seconds: a loop that reads the clock

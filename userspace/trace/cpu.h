@@ -35,6 +35,13 @@ double cpu__sample_cost(struct cpu_sampler *c);
 /* What the program costs a target's sample beyond that (its stack walks, Python frames),
  * timed in the job: seconds a sample, 0 before any. */
 double cpu__prog_cost(struct cpu_sampler *c);
+/* Samples a second of the target thread sampled the most: over the last tick's drain
+ * (whole: false), or an upper bound over the recording (whole: the sum of each drain's
+ * most sampled thread's samples over ELAPSED seconds). A thread is sampled -F times a
+ * second of its own CPU time, or of the time it runs at a CPU's tick per CPU: one that
+ * sleeps most of the time is sampled a few times a second, and pays for those only.
+ * -1 before the first drain with a start (the first covers the events' opening). */
+double cpu__sample_rate(const struct cpu_sampler *c, double elapsed, bool whole);
 void cpu__stats(struct cpu_sampler *c, struct cpu_stats *out);
 /* Sample per CPU from now on, where each target thread had an event of its own: what
  * those events cost the targets' context switches is over what the budget allows

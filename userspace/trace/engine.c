@@ -177,6 +177,8 @@ static void setup_governor(struct governor *gv, const struct record_opts *o, str
 		sample = cal.traced_call;
 	pr_debug("one CPU sample costs the sampled thread %.2f us", sample * 1e6);
 	gv->sample_cost = sample;
+	gv->sample_hz = o->freq;
+	gv->sample_rate = o->freq; /* until the first tick tells how often a target thread is */
 	gv->cpu_cost = o->freq * sample;
 	*calib = sample;
 	gv->min_duty = 0.002; /* 2 ms a second: dozens of launches even at 40k probed calls/s */
@@ -368,18 +370,24 @@ int engine__start(struct engine *e, const char *desc)
 }
 
 /* A CPU sample's cost: the interrupt's, calibrated, and the program's, as timed in the
- * job (a target's stack walks cost more than gpubpf's own, which returns at once). */
-static void sample_cost(struct engine *e)
+ * job (a target's stack walks cost more than gpubpf's own, which returns at once), as
+ * often as the most sampled target thread is sampled: over the last tick for the plan,
+ * over the recording (WHOLE) for its estimate; -F times a second until the first tick has
+ * told (a thread that sleeps most of the time, launching at a timer's pace, is sampled a
+ * few times a second where -F would have charged it 99 samples). */
+static void sample_cost(struct engine *e, bool whole)
 {
-	double s = e->sample_calib + cpu__prog_cost(e->cpu), freq = e->s.opts->freq;
-	double sw = switches__share(&e->sw, engine__now() - e->start, NULL);
+	double s = e->sample_calib + cpu__prog_cost(e->cpu), freq = e->s.opts->freq, now = engine__now() - e->start;
+	double sw = switches__share(&e->sw, now, NULL), rate = cpu__sample_rate(e->cpu, now, whole);
 
+	rate = rate >= 0 ? fmin(rate, freq) : freq;
 	if (e->win) {
-		windows__set_cpu(e->win, s, freq, sw); /* its governor is e->gov, under its lock */
+		windows__set_cpu(e->win, s, rate, sw); /* its governor is e->gov, under its lock */
 	} else {
 		e->gov.sample_cost = s;
+		e->gov.sample_rate = rate;
 		e->gov.switch_cost = sw;
-		e->gov.cpu_cost = freq * s + sw;
+		e->gov.cpu_cost = rate * s + sw;
 	}
 }
 
@@ -426,8 +434,8 @@ static int tick(struct engine *e, double t)
 	own_look(e);
 	switches_look(e);
 	switch_check(e, t);
-	sample_cost(e);
 	err = cpu__drain(e->cpu, false);
+	sample_cost(e, false);
 	cupti__consume_events(e->cupti); /* kernel names the CUDA drain uses */
 	if (!err)
 		err = cuda__drain(e->cuda, false);
@@ -521,8 +529,8 @@ int engine__stop(struct engine *e)
 	/* From here on nothing is probed any more: a started command that loads a library
 	 * now must not wait for the drains, symbolization and writing. */
 	procs__end_holds(e->s.procs);
-	sample_cost(e);
 	err = cpu__drain(e->cpu, true);
+	sample_cost(e, true);
 	cupti__consume_events(e->cupti);
 	if (!err)
 		err = cuda__drain(e->cuda, true);

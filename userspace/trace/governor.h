@@ -77,8 +77,11 @@ struct governor {
 	double trap_return;  /* ... a return probe's */
 	double first_hit;    /* seconds: what a window's first hit costs more than the others */
 	double window_cost;  /* seconds: what opening and closing one window costs a thread */
-	double cpu_cost;     /* fraction taken by CPU sampling (freq * cost of a sample, and
+	double cpu_cost;     /* fraction taken by CPU sampling (sample_rate * sample_cost, and
 			      * switch_cost) */
+	double sample_hz;    /* CPU samples a second of a thread's CPU time (-F) */
+	double sample_rate;  /* ... a second of the most sampled target thread's time (at most
+			      * sample_hz: a thread that sleeps is sampled less) */
 	double switch_cost;  /* ... of it: the sampled threads' context switches (switches.h) */
 	double sample_cost;  /* seconds a CPU sample costs the sampled thread */
 	double min_duty;     /* floor for hot groups */

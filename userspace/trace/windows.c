@@ -648,12 +648,13 @@ void windows__set_own(struct windows *w, double secs)
 	set_debt(w, true, secs);
 }
 
-void windows__set_cpu(struct windows *w, double sample, double freq, double switches)
+void windows__set_cpu(struct windows *w, double sample, double rate, double switches)
 {
 	pthread_mutex_lock(&w->lock);
 	w->gv->sample_cost = sample;
+	w->gv->sample_rate = rate;
 	w->gv->switch_cost = switches;
-	w->gv->cpu_cost = freq * sample + switches;
+	w->gv->cpu_cost = rate * sample + switches;
 	pthread_mutex_unlock(&w->lock);
 }
 

@@ -93,9 +93,10 @@ void windows__set_once(struct windows *w, double secs);
 void windows__set_own(struct windows *w, double secs);
 
 /* A CPU sample costs SAMPLE seconds (calibrated, and its program as timed in the job):
- * CPU sampling takes FREQ times that, and SWITCHES (a fraction: what its events add to the
- * most switched thread's context switches, switches.h); planned from the next period on. */
-void windows__set_cpu(struct windows *w, double sample, double freq, double switches);
+ * CPU sampling takes RATE times that (the most sampled target thread's samples a second,
+ * cpu__sample_rate), and SWITCHES (a fraction: what its events add to the most switched
+ * thread's context switches, switches.h); planned from the next period on. */
+void windows__set_cpu(struct windows *w, double sample, double rate, double switches);
 
 /* The share of group G's probes' delay that pushes calls out, pooled over its windows so
  * far (estimate.h, est_response; 1 (1-1) where no stalls ask it). */

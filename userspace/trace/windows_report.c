@@ -197,7 +197,6 @@ static void traps_range(const struct windows_summary *sum, double secs, double t
 void windows_warn_floored(struct windows *w)
 {
 	const struct governor *gv = w->gv;
-	double freq = gv->sample_cost > 0 ? (gv->cpu_cost - gv->switch_cost) / gv->sample_cost : 0;
 
 	/* (the sampler's events in the threads' switches: sampling goes per CPU where they are
 	 * over half the budget, switches.h, and -F does nothing to them) */
@@ -211,7 +210,7 @@ void windows_warn_floored(struct windows *w)
 	pr_warn("the overhead budget of %.3g%% is below what gpubpf needs at the least: CPU sampling at %.0f Hz "
 		"takes %.3g%% of a thread's time, and each windowed group at least %.3g%% of every period; "
 		"planned %.3g%% (lower -F, or raise --overhead-budget)",
-		100 * gv->budget, freq, 100 * (gv->cpu_cost - gv->switch_cost), 100 * gv->min_duty,
+		100 * gv->budget, gv->sample_hz, 100 * (gv->cpu_cost - gv->switch_cost), 100 * gv->min_duty,
 		100 * governor__overhead(gv));
 }
 
@@ -408,14 +407,14 @@ void windows__comments(struct windows *w, const uint64_t cost[CG__COUNT], const 
 	    "timed in the job, plus traps of %.2f us at entry and %.2f us at return, %s; %.3g%% of it with the "
 	    "probes in and no window open, attached ahead of a window or not yet out after one, measured in the "
 	    "job), %" PRIu64 " windows opened and closed (%.2f us each with its first hit, counted with the hits), "
-	    "groups never windowed %.3g%%, CPU sampling %.3g%% (%.2f us a sample, and %.3g%% for its events in the "
-	    "sampled "
-	    "threads' context switches), gpubpf's own CPU where no CPU "
+	    "groups never windowed %.3g%%, CPU sampling %.3g%% (%.2f us a sample, %.3g samples a second of the most "
+	    "sampled target thread's time at -F %.0f, and %.3g%% for its events in the sampled threads' context "
+	    "switches), gpubpf's own CPU where no CPU "
 	    "was idle %.3g%%; planned %.3g%%%s%s; a traced call costs %.2f us on gpubpf's own calibration call; %s",
 	    100 * total, range, 100 * probes, gv->trap_entry * 1e6, gv->trap_return * 1e6, traps,
 	    100 * sum.probes_closed / (elapsed > 0 ? elapsed : 1), sum.windows, governor__window_cost(gv) * 1e6,
-	    100 * always, 100 * gv->cpu_cost, gv->sample_cost * 1e6, 100 * gv->switch_cost, 100 * own,
-	    100 * governor__overhead(gv), floors, over, gv->cost_per_hit * 1e6, work);
+	    100 * always, 100 * gv->cpu_cost, gv->sample_cost * 1e6, gv->sample_rate, gv->sample_hz,
+	    100 * gv->switch_cost, 100 * own, 100 * governor__overhead(gv), floors, over, gv->cost_per_hit * 1e6, work);
 	if (w) {
 		struct est_delay js = job_share(&sum);
 
