@@ -44,6 +44,7 @@ struct cpu_sampler {
 	double drain_t;	       /* when the last drain was (CLOCK_MONOTONIC s; 0: none yet) */
 	double rate;	       /* the most sampled thread's samples a second since the drain before */
 	double max_sum;	       /* the sum over drains of that thread's samples in each */
+	bool rate_lost;	       /* a thread's count could not be kept (out of memory) */
 };
 
 /* The most threads sampled on their own clocks (an fd each); past it, per CPU. */
@@ -437,13 +438,17 @@ static double mono_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* A drained entry's samples, added to its thread's in this drain. */
-static int count_thread(struct cpu_sampler *c, uint32_t tid, uint64_t samples)
+/* A drained entry's samples, added to its thread's in this drain. Out of memory, the rate
+ * is no longer known: -F is charged from then on, as before any drain. */
+static void count_thread(struct cpu_sampler *c, uint32_t tid, uint64_t samples)
 {
 	uint64_t n = 0;
 
 	hmap__get(&c->tid_drain, tid, 0, 0, &n);
-	return hmap__put(&c->tid_drain, tid, 0, 0, n + samples);
+	if (!c->rate_lost && hmap__put(&c->tid_drain, tid, 0, 0, n + samples)) {
+		pr_debug("cannot count thread %u's CPU samples: out of memory; CPU sampling charged at -F", tid);
+		c->rate_lost = true;
+	}
 }
 
 /* A drain's end: the most sampled thread's samples in it, into the recording's sum, and a
@@ -470,7 +475,7 @@ static void drained(struct cpu_sampler *c)
 
 double cpu__sample_rate(const struct cpu_sampler *c, double elapsed, bool whole)
 {
-	if (!c || c->drain_t <= 0)
+	if (!c || c->drain_t <= 0 || c->rate_lost)
 		return -1;
 	if (whole)
 		return elapsed > 0 ? c->max_sum / elapsed : -1;
@@ -518,7 +523,7 @@ static int drain_buffer(struct cpu_sampler *c, unsigned buf)
 		if (!err)
 			c->samples += val.samples;
 		if (!err)
-			err = count_thread(c, key.tid, val.samples);
+			count_thread(c, key.tid, val.samples);
 	}
 	if (!err)
 		drained(c);
