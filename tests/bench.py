@@ -104,7 +104,7 @@ def early_loss(slices, until, secs):
     run's median against another's measures the host; the run against itself does not."""
     k = min(len(slices) - 1, int(until / SLICE + 0.999) + 2)  # a slice's margin each side
     steady = statistics.mean(slices[k:])
-    return sum(max(0.0, 1 - x / steady) if i < k else 0.0 for i, x in enumerate(slices[:k])) * SLICE / secs
+    return sum(max(0.0, 1 - x / steady) for x in slices[:k]) * SLICE / secs
 
 
 def handoff(name, prefix, args=()):

@@ -176,10 +176,9 @@ static void setup_governor(struct governor *gv, const struct record_opts *o, str
 	if (sample < 0)
 		sample = cal.traced_call;
 	pr_debug("one CPU sample costs the sampled thread %.2f us", sample * 1e6);
-	gv->sample_cost = sample;
 	gv->sample_hz = o->freq;
-	gv->sample_rate = o->freq; /* until the first tick tells how often a target thread is */
-	gv->cpu_cost = o->freq * sample;
+	/* -F a second until the first tick tells how often a target thread is sampled */
+	governor__set_cpu(gv, sample, o->freq, 0);
 	*calib = sample;
 	gv->min_duty = 0.002; /* 2 ms a second: dozens of launches even at 40k probed calls/s */
 	gv->min_slot = 0.002;
@@ -381,14 +380,10 @@ static void sample_cost(struct engine *e, bool whole)
 	double sw = switches__share(&e->sw, now, NULL), rate = cpu__sample_rate(e->cpu, now, whole);
 
 	rate = rate >= 0 ? fmin(rate, freq) : freq;
-	if (e->win) {
+	if (e->win)
 		windows__set_cpu(e->win, s, rate, sw); /* its governor is e->gov, under its lock */
-	} else {
-		e->gov.sample_cost = s;
-		e->gov.sample_rate = rate;
-		e->gov.switch_cost = sw;
-		e->gov.cpu_cost = rate * s + sw;
-	}
+	else
+		governor__set_cpu(&e->gov, s, rate, sw);
 }
 
 /* What gpubpf's own CPU took from the targets so far: a look, and the budget repays it. */

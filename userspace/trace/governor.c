@@ -183,6 +183,14 @@ static double planned_cost(const struct governor *gv, int i)
 	return sum;
 }
 
+void governor__set_cpu(struct governor *gv, double sample, double rate, double switches)
+{
+	gv->sample_cost = sample;
+	gv->sample_rate = rate;
+	gv->switch_cost = switches;
+	gv->cpu_cost = rate * sample + switches;
+}
+
 double governor__overhead(const struct governor *gv)
 {
 	double sum = gv->cpu_cost + gv->repay;

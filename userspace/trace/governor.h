@@ -105,6 +105,10 @@ struct governor {
 /* Fill every g[i].duty from the measured costs. */
 void governor__plan(struct governor *gv);
 
+/* CPU sampling's cost: SAMPLE seconds a sample, RATE samples a second of the most sampled
+ * target thread, and SWITCHES (a fraction: its events in the threads' switches). */
+void governor__set_cpu(struct governor *gv, double sample, double rate, double switches);
+
 /* Planned cost to the busiest thread at the planned duties, with what is kept back to
  * repay what was spent once (a fraction). */
 double governor__overhead(const struct governor *gv);

@@ -651,10 +651,7 @@ void windows__set_own(struct windows *w, double secs)
 void windows__set_cpu(struct windows *w, double sample, double rate, double switches)
 {
 	pthread_mutex_lock(&w->lock);
-	w->gv->sample_cost = sample;
-	w->gv->sample_rate = rate;
-	w->gv->switch_cost = switches;
-	w->gv->cpu_cost = rate * sample + switches;
+	governor__set_cpu(w->gv, sample, rate, switches);
 	pthread_mutex_unlock(&w->lock);
 }
 
