@@ -125,7 +125,7 @@ struct cuda_tstate {
 	 * the pace)? One counted call in CUDA_STALL_EVERY is stalled a further stall_ns at
 	 * random, and the gaps from a call to the thread's next are summed apart after a
 	 * stalled call ([1]) and after another ([0]), for gaps with no context switch in them
-	 * shorter than CUDA_GAP_MAX_NS and than 4 times the window's mean so far, and not
+	 * shorter than CUDA_GAP_MAX_NS and than 4 times the window's mean so far (raw_ns), and not
 	 * within CUDA_SETTLE gaps or CUDA_SETTLE_X times the time lost of one that was not
 	 * (or of one over twice the mean): their means differ by the stall where it pushes,
 	 * by nothing where it is absorbed. */
@@ -150,6 +150,9 @@ struct cuda_tstate {
 	__u32 stalls;	      /* ... and how many */
 	__u32 settle;	      /* gaps left out yet after a disturbance (CUDA_SETTLE) */
 	__u64 settle_ns;      /* ... and until when (CUDA_SETTLE_X its length) */
+	__u64 raw_ns;	      /* the window's gaps with no disturbance in them, counted or not */
+	__u32 raw_n;	      /* ... and how many: their mean is what "4 times the mean" is of */
+	__u32 raw_pad;
 };
 
 #define CUDA_STALL_EVERY 4	   /* a power of two */

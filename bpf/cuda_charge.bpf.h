@@ -38,7 +38,10 @@ static __always_inline __u64 settle_until(__u64 now, __u64 lost)
  * thread has settled since something did (CUDA_SETTLE). */
 static __always_inline void note_gap(struct cuda_tstate *st, __u64 start, __u64 nv, __u64 niv)
 {
-	__u64 gap = start - st->last_ns, mean = st->gap_n[0] >= 16 ? st->gap_ns[0] / st->gap_n[0] : 0;
+	/* The mean of every undisturbed gap of the window, those of its first CUDA_SETTLE
+	 * too: of the counted ones alone, it was unknown for their first 16, and a CPU sample
+	 * or an interrupt there (a 120 us gap in a 14 us loop) was in the books. */
+	__u64 gap = start - st->last_ns, mean = st->raw_n >= 16 ? st->raw_ns / st->raw_n : 0;
 	__u32 j = st->last_class == 2 ? 2 : st->last_class == 1 ? 1 : 0;
 
 	/* A window's first call (its hit is dearer), a context switch, an interrupt, a CPU
@@ -52,6 +55,8 @@ static __always_inline void note_gap(struct cuda_tstate *st, __u64 start, __u64 
 			st->settle_ns = settle_until(start, gap);
 		return;
 	}
+	st->raw_n++;
+	st->raw_ns += gap;
 	if (st->settle || start < st->settle_ns) {
 		if (st->settle)
 			st->settle--;

@@ -159,6 +159,36 @@ TEST(delay_response_short_windows)
 	CHECK(!est_response_precise(&r));
 }
 
+/* A window's own sign that a device paced its thread (est_response_paced), which holds the
+ * next windows' breakpoints early: the window just after a job's start, or one that opened
+ * while its thread caught up on the breakpoints' stall, reads the thread as pacing itself
+ * and gives no sign; a window of the device's pace gives one from as few as
+ * EST_PACED_MIN gaps after stalls (a 2 ms window of a 14 us loop has 15-35), and of a
+ * loop that paces itself, one window in forty at most (its noise past 2.5 sigma, 18
+ * gaps after stalls: 1.4%). */
+TEST(window_paced_sign)
+{
+	struct est_response r;
+	int signs = 0;
+
+	r = window_gaps(60, 18, 14.2e-6, 0.2e-6, 0.63e-6, 0);
+	CHECK(est_response_paced(&r) > 0.8);
+	r = window_gaps(60, 18, 10.3e-6, 0.2e-6, 0.63e-6, 1); /* catching up: pacing itself */
+	CHECK(est_response_paced(&r) == -1);
+	r = window_gaps(60, EST_PACED_MIN - 1, 14.2e-6, 0.2e-6, 0.63e-6, 0);
+	CHECK(est_response_paced(&r) == -1);
+	r = window_gaps(60, 18, 14.2e-6, 5e-6, 0.63e-6, 0); /* gaps too noisy to say */
+	CHECK(est_response_paced(&r) == -1);
+	r = window_gaps(60, 18, 14.2e-6, 0.2e-6, 0.63e-6, 0.5); /* half of it absorbed */
+	CHECK(NEAR(est_response_paced(&r), 0.5, 0.15));
+	for (int w = 0; w < 1000; w++) {
+		r = window_gaps(60, 18, 10e-6, 1e-6, 0.63e-6, 1);
+		signs += est_response_paced(&r) >= 0;
+	}
+	printf("# a loop that paces itself: a device's sign in %d of 1000 windows\n", signs);
+	CHECK(signs <= 25);
+}
+
 /* The pool a window too noisy for itself takes its share from: the job's first window, 15
  * ms long while its queue fills (2,400 gaps, all of the delay pushing), then short ones
  * (80 gaps each) of the thread its device paces. Each window weighs at most
@@ -250,6 +280,7 @@ int main(int argc, char **argv)
 	RUN(delay_response);
 	RUN(delay_response_short_windows);
 	RUN(response_pool_window_cap);
+	RUN(window_paced_sign);
 	RUN(bare_work_cost);
 	return T_END();
 }

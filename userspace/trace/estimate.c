@@ -221,6 +221,19 @@ static bool response_diff(const struct est_response *r, double *d, double *se, d
 	return true;
 }
 
+double est_response_paced(const struct est_response *r)
+{
+	double d, se, x;
+
+	if (r->n[1] < EST_PACED_MIN || r->n[0] < EST_PACED_MIN || !(r->stalls > 0) || !(r->stall > 0))
+		return -1;
+	x = r->stall / r->stalls;
+	d = mean_diff(r->n, r->sum, r->sq, &se);
+	if (!((d + 2.5 * se) / x < 1))
+		return -1;
+	return 1 - clamp(d / x, 0, 1);
+}
+
 bool est_response_precise(const struct est_response *r)
 {
 	double d, se, x;

@@ -187,6 +187,14 @@ void est_response_pool(struct est_response *r, const struct est_response *add, d
 #define EST_PACE_MIN 64
 #define EST_PACE_MEMORY 5000
 
+/* How much a device paced a thread in one window, by its gaps R: 1 - the share of a delay
+ * that pushes calls out, where at least EST_PACED_MIN gaps after stalls and after other
+ * calls are in and they say that share is surely below 1 (2.5 sigma); else -1: no sign of
+ * a device's pace (a thread that paces itself, one that was catching up on its device
+ * all through the window, or too few gaps to tell). */
+#define EST_PACED_MIN 8
+double est_response_paced(const struct est_response *r);
+
 /* Whether R's gaps say the share well enough for one window to take it from them alone:
  * EST_RESPONSE_MIN gaps after stalls and after other calls, and the share's standard
  * error at most 1/EST_RESPONSE_PRECISE. */

@@ -303,9 +303,16 @@ static double close_window(struct windows *w, int g, bool keep, bool cut)
 	r->cut = cut;
 	len = r->close - r->open;
 	pthread_mutex_lock(&w->lock);
+	s->paced_seen *= PACED_DECAY;
 	windows_read_threads(w, g, r, &busiest, &span, &all, &hits, &closed);
-	/* how much a device's queue paces the group's threads: its breakpoints go in earlier */
-	s->paced = w->stalls ? 1 - est_response_share(&w->resp[g], false, NULL, NULL).mid : 0;
+	/* How much a device's queue paces the group's threads: its breakpoints go in earlier.
+	 * Not by the pool alone: a window that opened while its thread caught up on the
+	 * breakpoints' stall (1 ms on a 2026-12 host) reads the thread as pacing itself, the
+	 * pool's share rose with it, the next breakpoints went in later, and more windows
+	 * opened in a catch-up: the pool's share swung from 0 to 1, and a device-paced loop's
+	 * estimate in 2 ms windows read +15% to +60% (e2e 61). A window whose own gaps say a
+	 * device paced the thread holds it so for the next ones (PACED_DECAY). */
+	s->paced = w->stalls ? fmax(s->paced_seen, 1 - est_response_share(&w->resp[g], false, NULL, NULL).mid) : 0;
 	/* Calls that began in this window (none in the group's last: the job's start, or the
 	 * end of an idle phase) came at the rate of the part from the busiest thread's first
 	 * hit, not of the whole window: a 3 s launch loop that began 7 ms into its first 10 ms

@@ -97,6 +97,12 @@ static struct est_delay thread_share(struct windows *w, int g, const struct cuda
 	bool own;
 
 	est_response_add(&mine, n, sum, sq, (double)st->stall_sum_ns, st->stalls);
+	{
+		double paced = est_response_paced(&mine);
+
+		if (paced > w->gs[g].paced_seen)
+			w->gs[g].paced_seen = paced;
+	}
 	est_response_pool(&w->resp_all[g], &mine, 0);
 	capped = mine;
 	est_response_cap(&capped, EST_RESPONSE_WINDOW);

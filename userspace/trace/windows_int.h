@@ -33,6 +33,9 @@
 #define SETTLE_X 3	   /* ... and this many times it more, times how paced (windows_ahead) */
 #define LEAD_N 9	   /* attaches the lead is the median of */
 #define FLOOR_WARN 1.25	   /* the plan this many times the budget, held up by its floors: warned of */
+/* A window's own sign of a device's pace (gstate.paced) weighs this much less in each of
+ * the group's windows after it */
+#define PACED_DECAY 0.9
 
 struct wthread {
 	uint32_t tid;
@@ -85,6 +88,8 @@ struct gstate {
 	bool called;	     /* its last window had calls (not the job's start, nor after an idle phase) */
 	double paced;	     /* 0-1: how much a device's queue paced its threads lately (1 - the
 			      * share of a delay that pushes their calls out, est_response) */
+	double paced_seen;   /* ... the most a window's own gaps said of late (est_response_paced),
+			      * down by PACED_DECAY a window */
 	double ready;	     /* its probes went in, and a thread so paced caught up on their
 			      * stall, by then: the gate opens no earlier */
 	double owed;	     /* seconds of segments whose window never opened (the thread woke too
