@@ -347,15 +347,25 @@ static double time_calls(int n)
 	return cuda_mono_now() - t0;
 }
 
-static double best_of(int runs, int n)
+/* The least time of RUNS runs of N calls; with PROG, the calibration program's run time a
+ * hit in that same run (one run's interrupt inside a program moved 1.5 us of the entry
+ * trap into a mean over all of them: e2e 65), and -1 where a run had fewer than N hits. */
+static double best_of(const struct cuda_tracer *c, int runs, int n, double *prog)
 {
 	double best = 1e9;
 
 	for (int r = 0; r < runs; r++) {
+		uint64_t h0 = c->skel->bss->calib_hits, ns0 = c->skel->bss->calib_ns;
 		double t = time_calls(n);
+		uint64_t hits = c->skel->bss->calib_hits - h0;
 
-		if (t < best)
+		if (prog && hits < (uint64_t)n)
+			return -1;
+		if (t < best) {
 			best = t;
+			if (prog)
+				*prog = (double)(c->skel->bss->calib_ns - ns0) / 1e9 / (double)hits;
+		}
 	}
 	return best;
 }
@@ -521,33 +531,21 @@ int cuda__calibrate(struct cuda_tracer *c, struct cuda_calib *out)
 	/* The unprobed cost first: after the probes, their closing (on a thread) could
 	 * still be under way and make the base look dearer, the cost cheaper. Best of five
 	 * each time: the least disturbed run is the closest to the real cost. */
-	base = best_of(5, n);
+	base = best_of(c, 5, n, NULL);
 	err = calib_attach(c, &k[0], w[0].offset, false);
 	if (err)
 		return err;
-	/* The program's run time of the same best run: a mean over all five let one run's
-	 * interrupt in a program move 1.5 us of the entry trap into the program (e2e 65). */
-	entry = 1e9;
-	for (int r = 0; r < 5; r++) {
-		uint64_t h0 = c->skel->bss->calib_hits, ns0 = c->skel->bss->calib_ns;
-		double t = time_calls(n);
-		uint64_t hits = c->skel->bss->calib_hits - h0;
-
-		if (hits < (uint64_t)n) {
-			calib_detach(&k[0]);
-			return -EIO;
-		}
-		if (t < entry) {
-			entry = t;
-			out->prog = (double)(c->skel->bss->calib_ns - ns0) / 1e9 / (double)hits;
-		}
+	entry = best_of(c, 5, n, &out->prog);
+	if (entry < 0) {
+		calib_detach(&k[0]);
+		return -EIO;
 	}
 	err = calib_attach(c, &k[1], w[0].offset, true);
 	if (err) {
 		calib_detach(&k[0]);
 		return err;
 	}
-	both = best_of(5, n);
+	both = best_of(c, 5, n, NULL);
 	calib_detach(&k[1]);
 	calib_detach(&k[0]);
 	out->traced_call = (both - base) / n;

@@ -211,10 +211,10 @@ struct est_delay est_bare_cost(const struct est_bare *b, double share, double *d
 }
 
 /* R's gaps: D, how much longer a gap after a stall was, its standard error SE, and the
- * stall X (s). False while too few are in (EST_RESPONSE_MIN). */
-static bool response_diff(const struct est_response *r, double *d, double *se, double *x)
+ * stall X (s). False while fewer than LEAST are in after stalls or after other calls. */
+static bool response_diff(const struct est_response *r, double least, double *d, double *se, double *x)
 {
-	if (r->n[1] < EST_RESPONSE_MIN || r->n[0] < EST_RESPONSE_MIN || !(r->stalls > 0) || !(r->stall > 0))
+	if (r->n[1] < least || r->n[0] < least || !(r->stalls > 0) || !(r->stall > 0))
 		return false;
 	*x = r->stall / r->stalls;
 	*d = mean_diff(r->n, r->sum, r->sq, se);
@@ -225,11 +225,7 @@ double est_response_paced(const struct est_response *r)
 {
 	double d, se, x;
 
-	if (r->n[1] < EST_PACED_MIN || r->n[0] < EST_PACED_MIN || !(r->stalls > 0) || !(r->stall > 0))
-		return -1;
-	x = r->stall / r->stalls;
-	d = mean_diff(r->n, r->sum, r->sq, &se);
-	if (!((d + 2.5 * se) / x < 1))
+	if (!response_diff(r, EST_PACED_MIN, &d, &se, &x) || !((d + 2.5 * se) / x < 1))
 		return -1;
 	return 1 - clamp(d / x, 0, 1);
 }
@@ -238,7 +234,7 @@ bool est_response_precise(const struct est_response *r)
 {
 	double d, se, x;
 
-	return response_diff(r, &d, &se, &x) && se * EST_RESPONSE_PRECISE <= x;
+	return response_diff(r, EST_RESPONSE_MIN, &d, &se, &x) && se * EST_RESPONSE_PRECISE <= x;
 }
 
 struct est_delay est_response_share(const struct est_response *r, bool unbiased, double *delta, double *stall)
@@ -250,7 +246,7 @@ struct est_delay est_response_share(const struct est_response *r, bool unbiased,
 		*delta = 0;
 	if (stall)
 		*stall = 0;
-	if (!response_diff(r, &d, &se, &x))
+	if (!response_diff(r, EST_RESPONSE_MIN, &d, &se, &x))
 		return s;
 	if (delta)
 		*delta = d;
