@@ -85,10 +85,10 @@ TEST(measurement_switches_are_a_one_off_cost)
 
 		want = inj_sched_step(&sc, &st, &cfg, t, &wake);
 		if (want != last && cfg.cost.state == DEV_COST_MEASURING) {
-			inj_sched_switched(&sc, &st, &cfg, want, t, t + 300000);
+			inj_sched_switched(&sc, &st, &cfg, want, t, 300000);
 			spent += 300000;
 		} else {
-			inj_sched_switched(&sc, &st, &cfg, want, t, t);
+			inj_sched_switched(&sc, &st, &cfg, want, t, 0);
 		}
 		last = want;
 		for (int i = 0; i < 20; i++)
@@ -474,7 +474,7 @@ TEST(measured_again_while_idle_keeps_the_figures)
 	/* no launch from here, on a driven clock */
 	for (t = now_ns(); cfg.cost.state == DEV_COST_DONE && guard++ < 10000; t = wake) {
 		want = inj_sched_step(&sc, &st, &cfg, t, &wake);
-		inj_sched_switched(&sc, &st, &cfg, want, t, t);
+		inj_sched_switched(&sc, &st, &cfg, want, t, 0);
 	}
 	CHECK_INT(cfg.cost.state, DEV_COST_MEASURING);
 	CHECK(t >= before.done + 1000000000ull);

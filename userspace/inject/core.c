@@ -285,7 +285,7 @@ static void time_dispatch(volatile struct dev_config *cfg)
 static uint64_t schedule(uint64_t now)
 {
 	static uint32_t announced;
-	uint64_t wake, t1 = now;
+	uint64_t wake, at = now, cost = 0;
 	int want = inj_sched_step(&sched, &inj, &gpubpf_inject_config, now, &wake);
 
 	if (want != backend_on && backend->set) {
@@ -305,11 +305,12 @@ static uint64_t schedule(uint64_t now)
 		if (!done && wake > now + INJ_RETRY_NS)
 			wake = now + INJ_RETRY_NS; /* again soon */
 		/* what the switch cost: its time less its waits for a CPU (own_ns) */
-		t1 = now + (own_ns() - w0);
+		cost = own_ns() - w0;
+		at = mono_ns();
 	}
 	/* The windows follow what is on, not what is wanted; a window's finalize (run by
 	 * the set above) counts in its switches. */
-	inj_sched_switched(&sched, &inj, &gpubpf_inject_config, want == backend_on ? want : 0, now, t1);
+	inj_sched_switched(&sched, &inj, &gpubpf_inject_config, want == backend_on ? want : 0, at, cost);
 	if (inj.win_id && inj.win_id != announced) {
 		announced = inj.win_id;
 		fire_windows(announced, gpubpf_inject_config.win[announced % DEV_WIN_RING].k);

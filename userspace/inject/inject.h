@@ -236,6 +236,11 @@ struct inj_sched {
 	uint64_t every_at;
 	uint64_t origin;	    /* the periods count from here (0: no window planned yet) */
 	uint64_t covered;	    /* the last period a window opened in, + 1 (0: none yet) */
+	bool retimed;		    /* the open window's slot passed while the watcher slept: it
+				     * runs its length from when its launches are followed */
+	uint32_t on_id;		    /* the last window whose launches were followed (CUPTI on) */
+	uint64_t covered_was;	    /* covered before the open window opened, and EVERY then: */
+	uint32_t covered_every;	    /* ... back where it is never on */
 	uint64_t measure_switch_ns; /* the cost measurement's switches (set-up, teardown) */
 	/* a measurement again (dev_config.remeasure_ms): the figures it replaces, kept where
 	 * it times too few calls (the job idle meanwhile) */
@@ -249,11 +254,12 @@ struct inj_sched {
 int inj_sched_step(struct inj_sched *sc, struct inj_state *s, volatile struct dev_config *cfg, uint64_t now,
 		   uint64_t *wake);
 
-/* The watcher put activity and callbacks in state WANT between T0 and T1 (T0 == T1: they
- * were already): launches are followed under the open window's id from here, and the
- * switch's cost goes into its books. */
+/* The watcher put activity and callbacks in state WANT, done AT (CLOCK_MONOTONIC ns), at a
+ * cost of COST ns of its time (0: they were already): launches are followed under the open
+ * window's id from here (the window opens AT, where it had not yet), and the switch's
+ * cost goes into its books. */
 void inj_sched_switched(struct inj_sched *sc, struct inj_state *s, volatile struct dev_config *cfg, int want,
-			uint64_t t0, uint64_t t1);
+			uint64_t at, uint64_t cost);
 
 /* Slots a period of PERIOD ns is cut into at duty PPM: ceil(1/d), none shorter than
  * INJ_MIN_SLOT_NS. */
