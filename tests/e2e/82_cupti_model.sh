@@ -87,9 +87,13 @@ once, over, repaid = (float(rep[1]), float(rep[2]), float(rep[3])) if rep else (
 # and half the budget holds about 190 ms of its 7.6 s, part of it before the windows'
 # periods begin (158-164 ms repaid in 4 runs, 83-86% of it)
 rec = re.search(r"gpubpf: wrote .*?, ([0-9.]+) s[,)]", log)
+# half the last of the 3 digits the comment says (111 ms repaid of 104 ms and 6.39 ms over
+# was 0.6% over the sum as said: within what the digits left out)
+ulp = lambda v: 0.5 * 10 ** (math.floor(math.log10(v)) - 2) if v > 0 else 0
 most = 0.7 * 0.5 * 0.05 * float(rec[1]) * 1e3 if rec else math.inf
 verdict("one-off-cost-repaid-from-budget",
-        bool(rep and fixed) and once >= float(fixed[1]) and min(0.5 * once, most) <= repaid <= 1.005 * (once + over),  # (3 digits said)
+        bool(rep and fixed) and once >= float(fixed[1]) and min(0.5 * once, most) <= repaid + ulp(repaid)
+        and repaid - ulp(repaid) <= once + ulp(once) + over + ulp(over),
         f"{repaid} ms of {once} ms and {over} ms over repaid (half the budget holds {most / 0.7:.0f} ms)" if rep
         else "no repayment in the gpu cost comment")
 gpu = re.search(r"Comment: gpu: .* in windows: (\d+) kernels .* of (\d+) launches and copies followed in (\d+) "
@@ -127,15 +131,40 @@ summ = re.search(r"device time: ~([0-9,]+) kernels [0-9.e+]+ ms \(estimates, 95%
 verdict("summary-says-the-estimate", bool(summ) and num(summ[1]) == k and int(summ[3]) == windows,
         f"summary {summ[0] if summ else 'without an estimate'}, estimate {k:.0f} in {windows} windows")
 half = 100 * (hi - lo) / 2 / k if k else 1e9
-# cost_changes: c is about 6 us of an 11 us launch after its change, and the correction of a
-# window's launches (t / (t - c), c within 0.9-1.3 of its measure) is the wider for it
-# (+-54-61% in 5 runs)
+# The interval has two parts (the estimate's comment says both): the windows' sampling,
+# which narrows as the square root of the windows, and CUPTI's cost at either end of its
+# range (0.9-1.3 c, est_run_delay) in the correction of what it pushed out of the windows,
+# which does not: it is as wide as c is large beside a launch. A launch-bound thread's
+# correction x = P / (P - c) over a launch's period P, at least the call's time without
+# CUPTI, B (the gpu cost comment's "against B us without"); at 1.3 c + 0.3 us, x is B /
+# (B - 0.3 c - 0.3 us) times itself at most. Held to that with a fifth more for the
+# windows' spread of P (a window's own x at its own P). Until the twelfth session c was 3-6
+# us of 4.7 and both were held to +-60% together (+-75% for cost_changes); where the launch
+# probe's hit dearer c is 6-9.7 us, the correction's range alone is x1.5-x2.2 (+-37-76%
+# with the sampling's +-7-16%: launch_bound, cost_changes, in 8 runs).
+parts = re.search(r"gpu estimate: kernels [0-9,]+, 95% CI [0-9,]+-[0-9,]+ \(\+-[0-9.e+]+%: ([0-9,]+)-([0-9,]+) at either "
+                  r"end of CUPTI's cost's range in the correction, and the windows' sampling \+-([0-9.e+]+)% around them\)", raw)
+costs = re.search(r"a launch costs ([0-9.]+) us more with it .* against ([0-9.]+) us without;", raw)
 # An interval narrows as the square root of the windows it has: 20 or more are held to the
 # limit; fewer, where a loaded machine made the set-up dear and the budget spaced the
 # windows out (CI: 7 and 8 windows, every 8 and 4 periods, +-89% and +-62%, where 31 had
 # +-39%), to the limit that many windows allow.
-limit = (75 if sys.argv[3] == "cost_changes" else 60) * math.sqrt(max(1, 20 / max(windows, 1)))
-verdict("interval-useful", half <= limit, f"+-{half:.0f}% from {windows} windows (limit +-{limit:.0f}%)")
+limit = 40 * math.sqrt(max(1, 20 / max(windows, 1)))
+samp = float(parts[3]) if parts else math.inf
+verdict("interval-useful", samp <= limit,
+        f"the windows' sampling +-{samp:.0f}% from {windows} windows (limit +-{limit:.0f}%)" if parts
+        else "unbounded at the top (CUPTI's cost at its dearest took a launching thread's whole window)"
+        if math.isinf(hi) else "the gpu estimate comment does not split its interval")
+if parts and costs:
+    c_us, b_us = float(costs[1]), float(costs[2])
+    room = b_us - 0.3 * c_us - 0.3
+    most = 1.2 * b_us / room if room > 0 else math.inf
+    s_lo, s_hi = num(parts[1]), num(parts[2])
+    verdict("correction-range-from-c", s_hi <= most * k and s_lo >= 0.5 * k,
+            f"{s_lo:.0f}-{s_hi:.0f} about {k:.0f} (x{s_hi / k:.2f} at the top; c {c_us} us beside {b_us} us "
+            f"allows x{most:.2f})")
+elif not math.isinf(hi):
+    verdict("correction-range-from-c", False, "no cost or no split interval in the comments")
 # device-bound, CUPTI's cost pushes no launch out: the windows' count alone is the
 # estimate, within a few percent (+-3% in 6 runs). A window due while the last one's
 # records drained followed nothing (the library's backend left between states): -5% to
@@ -151,14 +180,20 @@ verdict("interval-useful", half <= limit, f"+-{half:.0f}% from {windows} windows
 # thirteenth: c 3.4-3.7 us before the change and 6.0-6.2 after, here).
 if sys.argv[3] == "cost_changes":
     step = 2.5  # CUPTI_MODEL_DIRTY_LATER=1:4000 against the model's 1500 ns
+    # A launch's "on" time, the model unchanged, is one of two about 1.5 us apart from one
+    # measurement to the next (12.9-13.0 or 14.3-14.9 us after the change, in runs of this
+    # binary and of bdfdc54's alike, on this host kind): a measurement before the change
+    # at the dearer and all after it at the cheaper differ by 1.2 us, not 2.5 (once in 3
+    # runs of e2e 82, both tries). Held to 0.4 of the step.
+    moved = 0.4 * step
     again = re.search(r"measured in the job (\d+) times \(.*?c ([0-9.]+)-([0-9.]+) us over them all\)", raw)
     # c over the measurements is the whole cost a launch pays (activity, the launch probe, the
     # callbacks and CUPTI's dispatch to them): held against the whole cost taken, not against
     # activity and the probe alone (0.77 us less here, which made the check's margin 0.5 us)
     took = re.search(r"a launch costs ([0-9.]+) us more with it \(CUPTI's activity and the launch probe", raw)
-    verdict("cost-measured-again", bool(again) and int(again[1]) >= 3 and float(again[3]) - float(again[2]) >= step / 2,
+    verdict("cost-measured-again", bool(again) and int(again[1]) >= 3 and float(again[3]) - float(again[2]) >= moved,
             f"{again[1]} times, c {again[2]}-{again[3]} us" if again else "not measured again")
-    verdict("cost-follows-the-job", bool(took and again) and float(took[1]) >= float(again[2]) + step / 2,
+    verdict("cost-follows-the-job", bool(took and again) and float(took[1]) >= float(again[2]) + moved,
             f"{took[1]} us taken, c {again[2]}-{again[3]} us" if again and took else "no cost")
 # Who set the pace, for the correction of what CUPTI's cost pushed out of a window: the
 # device's records tell it (their first kernel on the stream started as launched, or
@@ -205,7 +240,7 @@ PY
 # windows came one in 8 periods, not one in 1-2 (the set-up timed dear in a full run; its
 # log did not say why), it was +8.6%, inside its +-13% (1 of 3 clean-clone runs at
 # 1fe5422; -1.5% to +1.5% in 6 runs of e2e 82 alone).
-again='in-stated-interval\|interval-useful\|cost-measured-again\|cost-follows-the-job\|windowed\|device-bound-within-8pct'
+again='in-stated-interval\|interval-useful\|correction-range-from-c\|cost-measured-again\|cost-follows-the-job\|windowed\|device-bound-within-8pct'
 for c in launch_bound:1000 device_bound:20000 driver_only:1000:driver nested_ids:1000:nested \
 	pytorch_replay:2000:replay cost_changes:1000:changes; do
 	IFS=: read -r name ns mode <<<"$c"
@@ -258,7 +293,10 @@ fi
 # nothing. Timed in wall time they read 1.7-6.6 ms a window where they take 0.42-0.48 ms
 # alone, and the budget spaced the windows 8 or 16 periods apart (3-19 windows in a run,
 # too few for an interval in one); their time less the watcher's waits for a CPU
-# (/proc/thread-self/schedstat) read 0.45-0.58 ms, a window every 1-2 periods.
+# (/proc/thread-self/schedstat) read 0.45-0.58 ms, a window every 1-2 periods. The windows
+# are counted over the run (10 at least: 3.5 s of them at one in 4 periods holds 8), not
+# read off the producer's last EVERY: gpubpf's last ticks, as the job exits, may space
+# them out (every=16 at the exit of a run of 17 windows, CI at 83bd94a).
 alone=$(sed -n "s/.*CUPTI set up and torn down, \([0-9.]*\) ms a window.*/\1/p" "$TMP/launch_bound.raw" 2>/dev/null)
 hogs
 run_model loaded 1000
@@ -266,11 +304,11 @@ rc=$?
 unhog
 if [ $rc = 0 ]; then
 	loaded=$(sed -n "s/.*CUPTI set up and torn down, \([0-9.]*\) ms a window.*/\1/p" "$TMP/loaded.raw")
-	every=$(sed -n "s/^producer: .* every=\([0-9]*\).*/\1/p" "$TMP/loaded.log")
-	if [ -n "$alone" ] && [ -n "$loaded" ] && [ -n "$every" ] &&
-		python3 -c "import sys; sys.exit(0 if float('$loaded') <= 2 * float('$alone') + 0.2 and $every <= 4 else 1)"; then
+	wins=$(sed -n "s/^Comment: gpu: .* followed in \([0-9]*\) windows.*/\1/p" "$TMP/loaded.raw")
+	if [ -n "$alone" ] && [ -n "$loaded" ] && [ -n "$wins" ] &&
+		python3 -c "import sys; sys.exit(0 if float('$loaded') <= 2 * float('$alone') + 0.2 and $wins >= 10 else 1)"; then
 		pass "loaded:switches-timed-without-preemption"
 	else
-		fail "loaded:switches-timed-without-preemption" "a window's switches ${loaded:-not said} ms beside two hogs, ${alone:-not said} ms alone; a window every ${every:-?} periods"
+		fail "loaded:switches-timed-without-preemption" "a window's switches ${loaded:-not said} ms beside two hogs, ${alone:-not said} ms alone; ${wins:-no} windows in 4 s"
 	fi
 fi

@@ -151,7 +151,10 @@ def device_windows(pb, what="", required=True):
     cost = re.search(r"gpu cost: device time in windows of ([0-9.e+-]+)% .*a launch costs ([0-9.]+) us more with it "
                      r"\(CUPTI's activity and the launch probe ([0-9.]+) us.*callbacks ([0-9.]+) us.*against "
                      r"([0-9.]+) us without; estimated overhead ([0-9.e+-]+)%", out)
-    est = re.search(r"gpu estimate: (kernels [0-9,]+, 95% CI [0-9,]+-[0-9,]+ \(\S+\)); kernel time ([0-9.e+]+) ms", out)
+    # "(+-X%)", or "(+-X%: LO-HI at either end of CUPTI's cost's range ..., and the windows'
+    # sampling +-Y% around them)" where a correction has a range
+    est = re.search(r"gpu estimate: (kernels [0-9,]+, 95% CI [0-9,]+-[0-9,]+ \(\+-[0-9.e+]+%)[^)]*\); "
+                    r"kernel time ([0-9.e+]+) ms", out)
     if not cost and not required and "gpu cost:" not in out:
         return
     if not cost:
@@ -183,7 +186,7 @@ def device_windows(pb, what="", required=True):
               rp.group(1) if rp else "?", rp.group(2) if rp else "?", cost.group(6)),
            "measured", "INFO")
     if est:
-        result("13", what + "device time in windows: estimate", "%s, kernel time %s ms" % (est.group(1), est.group(2)),
+        result("13", what + "device time in windows: estimate", "%s), kernel time %s ms" % (est.group(1), est.group(2)),
                "an interval", "INFO")
     # who set the launches' pace, from the device's records (a launch's first kernel that
     # started within 1 us of the last one's end on its stream waited in the queue): a

@@ -59,6 +59,12 @@ struct cpt_wtarget {
 	struct cpt_win win[DEV_WIN_RING];
 };
 
+/* The target of a table entry, or NULL for entries of other kinds. */
+static inline struct cpt_wtarget *cpt_as_target(const struct hmap_ent *e)
+{
+	return e->k[2] == HK_WINT && e->val ? (struct cpt_wtarget *)(uintptr_t)e->val : NULL;
+}
+
 struct ranges {
 	int n;
 	struct cupti_range r[MAX_RANGES];
@@ -161,7 +167,9 @@ double cpt_win_weight(struct cupti_tracer *c, uint32_t tgid, uint32_t tid, uint3
  * (kernels, kernel ns, copy ns) into the estimates. */
 void cpt_win_add(struct cupti_tracer *c, uint64_t period, double w, const struct est_delay *d, double n,
 		 const double values[3]);
-/* The profile's "gpu cost:" and "gpu estimate:" comments. */
+/* ---- cupti_notes.c ---- */
+
+/* The profile's "gpu cost:", "gpu correction:" and "gpu estimate:" comments. */
 void cpt_win_comments(struct cupti_tracer *c, double elapsed);
 
 /* ---- cupti_drain.c ---- */
