@@ -55,12 +55,22 @@ const volatile __u32 fpwalk_key_mask = STACKS_OWN - 1;
 		__type(value, struct stacks_own);                                                                      \
 	} name SEC(".maps")
 
-/* The stack being walked (512 bytes: not on the BPF stack). */
+/* The stack being walked (512 bytes: not on the BPF stack) and the walk's state. The
+ * state lives here, not on the BPF stack, so that the verifier knows nothing of its values:
+ * on the stack, each frame's n and hash were exact, the loop's callback was verified again
+ * for every depth and each call site's tail once per depth it could return (140 ms of
+ * the CUDA probes' 160 ms load, a second of set-up's CPU in three). */
+struct fpwalk_state {
+	struct stacks_own s;
+	__u64 fp, lo, hi, hash;
+	__u32 n;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct stacks_own);
+	__type(value, struct fpwalk_state);
 } fpwalk_scratch SEC(".maps");
 
 /* Threads whose stacks were deeper than the walk keeps: how many more hits go straight
@@ -73,14 +83,12 @@ struct {
 } fpwalk_deep SEC(".maps");
 
 struct fpwalk_ctx {
-	struct stacks_own *s;
-	__u64 fp, lo, hi, hash;
-	__u32 n;
+	struct fpwalk_state *w;
 };
 
 static long fpwalk_step(__u64 i, void *data)
 {
-	struct fpwalk_ctx *c = data;
+	struct fpwalk_state *c = ((struct fpwalk_ctx *)data)->w;
 	__u64 fr[2]; /* the saved frame pointer, the return address */
 
 	if (c->fp < c->lo || c->fp >= c->hi || (c->fp & 7))
@@ -91,7 +99,7 @@ static long fpwalk_step(__u64 i, void *data)
 	}
 	if (bpf_probe_read_user(fr, sizeof(fr), (void *)c->fp) || !fr[1])
 		return 1;
-	c->s->ips[c->n & (STACKS_OWN_DEPTH - 1)] = fr[1];
+	c->s.ips[c->n & (STACKS_OWN_DEPTH - 1)] = fr[1];
 	c->hash = (c->hash ^ fr[1]) * 1099511628211ULL;
 	c->n++;
 	c->lo = c->fp + sizeof(fr);
@@ -114,12 +122,13 @@ static __always_inline bool fpwalk_same(const struct stacks_own *a, const struct
 static __noinline __s32 fpwalk(struct pt_regs *ctx, void *map)
 {
 	__u32 zero = 0, tid = (__u32)bpf_get_current_pid_tgid(), key, deep = FPWALK_DEEP_HITS;
-	struct stacks_own *s = bpf_map_lookup_elem(&fpwalk_scratch, &zero), *v;
+	struct fpwalk_state *w = bpf_map_lookup_elem(&fpwalk_scratch, &zero);
 	__u32 *d = bpf_map_lookup_elem(&fpwalk_deep, &tid);
-	struct fpwalk_ctx c = {.hash = 2166136261u};
+	struct fpwalk_ctx c = {.w = w};
+	struct stacks_own *v;
 	long err;
 
-	if (fpwalk_off || !s)
+	if (fpwalk_off || !w)
 		return FPWALK_KERNEL;
 	if (d && *d) {
 		*d -= 1;
@@ -127,23 +136,22 @@ static __noinline __s32 fpwalk(struct pt_regs *ctx, void *map)
 	}
 #pragma unroll
 	for (int i = 0; i < STACKS_OWN_DEPTH; i++)
-		s->ips[i] = 0;
-	c.s = s;
-	s->ips[0] = PT_REGS_IP(ctx);
-	c.hash = (c.hash ^ s->ips[0]) * 1099511628211ULL;
-	c.n = 1;
-	c.lo = PT_REGS_SP(ctx);
-	c.hi = c.lo + FPWALK_SPAN;
-	c.fp = PT_REGS_FP(ctx);
+		w->s.ips[i] = 0;
+	w->s.ips[0] = PT_REGS_IP(ctx);
+	w->hash = (2166136261u ^ w->s.ips[0]) * 1099511628211ULL;
+	w->n = 1;
+	w->lo = PT_REGS_SP(ctx);
+	w->hi = w->lo + FPWALK_SPAN;
+	w->fp = PT_REGS_FP(ctx);
 	bpf_loop(STACKS_OWN_DEPTH, fpwalk_step, &c, 0);
-	if (c.n > STACKS_OWN_DEPTH) {
+	if (w->n > STACKS_OWN_DEPTH) {
 		bpf_map_update_elem(&fpwalk_deep, &tid, &deep, BPF_ANY);
 		return FPWALK_KERNEL;
 	}
-	key = (__u32)(c.hash ^ (c.hash >> 32)) & fpwalk_key_mask & (STACKS_OWN - 1);
+	key = (__u32)(w->hash ^ (w->hash >> 32)) & fpwalk_key_mask & (STACKS_OWN - 1);
 	v = bpf_map_lookup_elem(map, &key);
 	if (!v) {
-		err = bpf_map_update_elem(map, &key, s, BPF_NOEXIST);
+		err = bpf_map_update_elem(map, &key, &w->s, BPF_NOEXIST);
 		if (!err)
 			return (__s32)(key | STACKS_OWN);
 		if (err != -EEXIST)
@@ -151,7 +159,7 @@ static __noinline __s32 fpwalk(struct pt_regs *ctx, void *map)
 		v = bpf_map_lookup_elem(map, &key); /* another CPU put it there first */
 	}
 	/* another stack with the same hash: the kernel's map keeps this one */
-	return v && fpwalk_same(v, s) ? (__s32)(key | STACKS_OWN) : FPWALK_KERNEL;
+	return v && fpwalk_same(v, &w->s) ? (__s32)(key | STACKS_OWN) : FPWALK_KERNEL;
 }
 
 #ifdef GPUBPF_STACKS_BPF_H

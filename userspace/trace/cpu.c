@@ -15,6 +15,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bpfload.h"
 #include "../../bpf/cpu.h"
 #include "cpu.h"
 #include "cpu.skel.h"
@@ -374,6 +375,7 @@ int cpu__to_per_cpu(struct cpu_sampler *c)
 struct cpu_sampler *cpu__new(struct session *s, int targets_fd, int comms_fd)
 {
 	struct cpu_sampler *c = calloc(1, sizeof(*c));
+	uint64_t t0;
 	int err;
 
 	if (!c)
@@ -394,7 +396,10 @@ struct cpu_sampler *cpu__new(struct session *s, int targets_fd, int comms_fd)
 		pr_err("cannot share the target map: %s", strerror(-err));
 		goto fail;
 	}
+	t0 = bpfload__now();
 	err = cpu_bpf__load(c->skel);
+	if (!err)
+		bpfload__report(c->skel->obj, "cpu", t0);
 	if (err) {
 		pr_err("cannot load the CPU sampling BPF program: %s (run with -v for the verifier log)",
 		       strerror(-err));

@@ -17,6 +17,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bpfload.h"
 #include "cuda.h"
 #include "cuda.skel.h"
 #include "cuda_api.h"
@@ -179,8 +180,13 @@ static int load_flavour(struct cuda_tracer *c, int targets_fd, int comms_fd, boo
 	bpf_program__set_expected_attach_type(c->skel->progs.cuda_enter_multi, UMULTI_ATTACH_TYPE);
 	bpf_program__set_expected_attach_type(c->skel->progs.cuda_exit_multi, UMULTI_ATTACH_TYPE);
 	err = session__share_maps(s, c->skel->obj, targets_fd, comms_fd);
-	if (!err)
+	if (!err) {
+		uint64_t t0 = bpfload__now();
+
 		err = cuda_bpf__load(c->skel);
+		if (!err)
+			bpfload__report(c->skel->obj, "cuda", t0);
+	}
 	if (!err && multi)
 		err = umulti__probe(bpf_program__fd(c->skel->progs.cuda_enter_multi));
 	return err;

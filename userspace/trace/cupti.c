@@ -16,6 +16,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bpfload.h"
 #include "../../bpf/cupti.h"
 #include "cupti.h"
 #include "cupti.skel.h"
@@ -190,6 +191,7 @@ static void on_change(void *ctx, int pid);
 static int load_bpf(struct cupti_tracer *c)
 {
 	struct session *s = c->s;
+	uint64_t t0;
 	int err;
 
 	if (c->skel)
@@ -218,7 +220,10 @@ static int load_bpf(struct cupti_tracer *c)
 		pr_warn("no device time: cannot share the target map with its tracer: %s", strerror(-err));
 		goto fail;
 	}
+	t0 = bpfload__now();
 	err = cupti_bpf__load(c->skel);
+	if (!err)
+		bpfload__report(c->skel->obj, "device time", t0);
 	if (err) {
 		pr_warn("no device time: cannot load its BPF programs: %s (run with -v for the verifier log)",
 			strerror(-err));

@@ -14,6 +14,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bpfload.h"
 #include "dlstate.h"
 #include "hmap.h"
 #include "holdguard.h"
@@ -330,6 +331,7 @@ void procs__end_holds(struct procs *p)
 struct procs *procs__new(const struct record_opts *o, struct syms *syms, const struct task_offsets *task_off)
 {
 	struct procs *p = calloc(1, sizeof(*p));
+	uint64_t t0;
 	int err;
 
 	if (!p)
@@ -350,7 +352,10 @@ struct procs *procs__new(const struct record_opts *o, struct syms *syms, const s
 	p->skel->rodata->task_off = *task_off;
 	p->skel->rodata->follow_children = o->inherit;
 	p->skel->rodata->lazy_wakeup = o->host_wide && !o->all;
+	t0 = bpfload__now();
 	err = procs_bpf__load(p->skel);
+	if (!err)
+		bpfload__report(p->skel->obj, "processes", t0);
 	if (err)
 		goto fail;
 	err = procs_bpf__attach(p->skel);
