@@ -5,7 +5,6 @@
 #include <bpf/bpf_helpers.h>
 #include "regs.bpf.h"
 #include <bpf/bpf_tracing.h>
-#include <bpf/bpf_core_read.h>
 
 #define EFAULT 14
 #define ENOMEM 12
@@ -106,12 +105,16 @@ static __always_inline int sample(struct bpf_perf_event_data *ctx, __u32 tgid, _
 
 	/* An event opened for a thread (not per CPU) samples one thread, unless the kernel
 	 * swaps it between threads (userspace/trace/cpu.c says when). */
-	{
-		struct perf_event *ev = BPF_CORE_READ((struct bpf_perf_event_data_kern *)ctx, event);
-		__u64 evk = (__u64)ev;
-		__u32 *last = bpf_map_lookup_elem(&clock_owner, &evk);
+	if (task_off.perf_event) {
+		/* by the offsets userspace read from the kernel's BTF (kbtf.c), not CO-RE, which
+		 * would have libbpf parse all of it again for this object at start-up */
+		__u64 evk = 0;
+		__u32 *last;
 
-		owned = (__u64)BPF_CORE_READ(ev, hw.target);
+		bpf_probe_read_kernel(&evk, sizeof(evk), (void *)ctx + task_off.perf_event);
+		if (evk)
+			bpf_probe_read_kernel(&owned, sizeof(owned), (void *)evk + task_off.perf_target);
+		last = bpf_map_lookup_elem(&clock_owner, &evk);
 		if (owned && (!last || *last != tid)) {
 			if (last)
 				stat_inc(STAT_CLOCK_MOVED);

@@ -5,7 +5,6 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include <bpf/bpf_core_read.h>
 
 #include "targets.bpf.h"
 
@@ -117,18 +116,40 @@ static __always_inline void emit(__u32 type, __u32 pid, __u32 ppid)
 	emit_paused(type, pid, ppid, false);
 }
 
-/* tp_btf needs no tracefs mount (attached by BTF id), unlike classic tracepoints. */
-SEC("tp_btf/sched_process_fork")
+/* A field of task TASK at OFF (0: unknown, read as 0). Raw tracepoints, by the offsets
+ * userspace read from the kernel's BTF (kbtf.c): with tp_btf and CO-RE, libbpf parsed the
+ * whole BTF again for this object at start-up (10-25 ms of CPU). Like tp_btf they need no
+ * tracefs mount (attached by name). Fork, exec and exit are rare: a probe read each is
+ * nothing. */
+static __always_inline __u32 task_u32_of(const void *task, __u32 off)
+{
+	__u32 v = 0;
+
+	if (off && task)
+		bpf_probe_read_kernel(&v, sizeof(v), task + off);
+	return v;
+}
+
+static __always_inline __u64 task_u64_of(const void *task, __u32 off)
+{
+	__u64 v = 0;
+
+	if (off && task)
+		bpf_probe_read_kernel(&v, sizeof(v), task + off);
+	return v;
+}
+
+SEC("raw_tp/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
-	__u32 ptgid = BPF_CORE_READ(parent, tgid);
-	__u32 ctgid = BPF_CORE_READ(child, tgid);
+	__u32 ptgid = task_u32_of(parent, task_off.tgid);
+	__u32 ctgid = task_u32_of(child, task_off.tgid);
 	__u32 flags = TARGET_FOLLOWED;
 
 	/* A new thread shares its tgid: already a target. */
 	if (ptgid == ctgid) {
 		if (report_threads && is_target(ctgid))
-			emit(PROC_EV_THREAD, BPF_CORE_READ(child, pid), ctgid);
+			emit(PROC_EV_THREAD, task_u32_of(child, task_off.pid), ctgid);
 		return 0;
 	}
 	if (trace_all) {
@@ -143,10 +164,10 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
-SEC("tp_btf/sched_process_exec")
+SEC("raw_tp/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid), *flags = bpf_map_lookup_elem(&targets, &tgid);
+	__u32 tgid = task_u32_of(p, task_off.tgid), *flags = bpf_map_lookup_elem(&targets, &tgid);
 
 	/* The command gpubpf started becomes a target proper here: before, it ran gpubpf. */
 	if (flags && (*flags & TARGET_PREEXEC))
@@ -177,21 +198,28 @@ int on_dl_debug_state(struct pt_regs *ctx)
 	return 0;
 }
 
-SEC("tp_btf/sched_process_exit")
+SEC("raw_tp/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid);
+	__u32 tgid = task_u32_of(p, task_off.tgid);
 
 	/* every thread's switches, for the cost of the sampler's events */
 	if (report_switches && is_target(tgid)) {
-		__u32 tid = BPF_CORE_READ(p, pid);
-		__u64 n = BPF_CORE_READ(p, nvcsw) + BPF_CORE_READ(p, nivcsw);
+		__u32 tid = task_u32_of(p, task_off.pid);
+		__u64 n = task_u64_of(p, task_off.nvcsw) + task_u64_of(p, task_off.nivcsw);
 
 		bpf_map_update_elem(&exit_switches, &tid, &n, BPF_ANY);
 	}
-	/* Only the last thread of the group: signal->live drops to 0 before this fires. */
-	if (BPF_CORE_READ(p, signal, live.counter) != 0)
+	/* Only the last thread of the group: signal->live drops to 0 before this fires
+	 * (unknown offsets: the group leader's exit stands for it). */
+	if (task_off.signal_live) {
+		void *sig = (void *)task_u64_of(p, task_off.signal);
+
+		if (!sig || task_u32_of(sig, task_off.signal_live) != 0)
+			return 0;
+	} else if (task_u32_of(p, task_off.pid) != tgid) {
 		return 0;
+	}
 	bpf_map_delete_elem(&rstate_at, &tgid);
 	if (!is_target(tgid))
 		return 0;

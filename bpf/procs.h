@@ -48,14 +48,23 @@ struct gpubpf_comm {
 struct task_offsets {
 	__u32 group_leader;
 	__u32 comm;
-	__u32 fsbase;	  /* thread.fsbase (x86-64) */
-	__u32 nvcsw;	  /* voluntary context switches: a thread that slept (0: unknown) */
-	__u32 nivcsw;	  /* involuntary ones: a thread preempted (0: unknown) */
-	__u32 utime;	  /* the thread's CPU time (ns) in user mode ... */
-	__u32 stime;	  /* ... and in the kernel: its probes' cost, timed in the job (0: unknown) */
-	__u32 runtime;	  /* se.sum_exec_runtime: the CPU time it ran, steal excluded (0: unknown) */
-	__u32 start_time; /* when it started (ns, monotonic): a tid used again is another thread */
-	__u32 run_delay;  /* sched_info.run_delay: ns it waited on a runqueue, runnable (0: unknown) */
+	__u32 tgid; /* read by the process events (bpf/procs.bpf.c) off the task they name */
+	__u32 pid;
+	__u32 signal;	   /* its signal_struct ... */
+	__u32 signal_live; /* ... and the threads alive in it (signal->live.counter; 0: unknown) */
+	__u32 fsbase;	   /* thread.fsbase (x86-64) */
+	__u32 nvcsw;	   /* voluntary context switches: a thread that slept (0: unknown) */
+	__u32 nivcsw;	   /* involuntary ones: a thread preempted (0: unknown) */
+	__u32 utime;	   /* the thread's CPU time (ns) in user mode ... */
+	__u32 stime;	   /* ... and in the kernel: its probes' cost, timed in the job (0: unknown) */
+	__u32 runtime;	   /* se.sum_exec_runtime: the CPU time it ran, steal excluded (0: unknown) */
+	__u32 start_time;  /* when it started (ns, monotonic): a tid used again is another thread */
+	__u32 run_delay;   /* sched_info.run_delay: ns it waited on a runqueue, runnable (0: unknown) */
+	/* not the task's: a CPU sample's event (struct bpf_perf_event_data_kern's event) and
+	 * the thread it was opened for (struct perf_event's hw.target: NULL for a CPU's);
+	 * 0: unknown, every sample taken as on a CPU's event (bpf/cpu.bpf.c) */
+	__u32 perf_event;
+	__u32 perf_target;
 };
 
 /* Value of the targets map: why a process is traced. */

@@ -19,6 +19,8 @@
  *	const thread_t thread;              @40, fsbase @48
  *	struct sched_entity se;             @56, sum_exec_runtime @64
  *	unsigned long start_time;           @72
+ *	int pid;                            @80
+ *	int tgid;                           @84
  * }; */
 static struct btf *sample(void)
 {
@@ -46,13 +48,15 @@ static struct btf *sample(void)
 	se = btf__add_struct(b, "sched_entity", 16);
 	btf__add_field(b, "load", i_long, 0, 0);
 	btf__add_field(b, "sum_exec_runtime", i_ulong, 64, 0);
-	btf__add_struct(b, "task_struct", 80);
+	btf__add_struct(b, "task_struct", 88);
 	btf__add_field(b, "state", i_int, 0, 0);
 	btf__add_field(b, NULL, anon_u, 64, 0);
 	btf__add_field(b, "comm", arr, 192, 0);
 	btf__add_field(b, "thread", cth, 320, 0);
 	btf__add_field(b, "se", se, 448, 0);
 	btf__add_field(b, "start_time", i_ulong, 576, 0);
+	btf__add_field(b, "pid", i_int, 640, 0);
+	btf__add_field(b, "tgid", i_int, 672, 0);
 	return b;
 }
 
@@ -77,6 +81,9 @@ TEST(synthetic_btf)
 	CHECK(off.group_leader == 16 && off.comm == 24 && off.fsbase == 48);
 	CHECK_INT(off.runtime, 64); /* se's offset plus sum_exec_runtime's in it */
 	CHECK_INT(off.start_time, 72);
+	CHECK(off.pid == 80 && off.tgid == 84);
+	CHECK(off.perf_event == 0 && off.perf_target == 0); /* no perf_event types in it: unknown */
+	CHECK(off.signal == 0 && off.signal_live == 0);	    /* nor signal_struct */
 	btf__free(b);
 }
 
@@ -109,6 +116,13 @@ TEST(running_kernel)
 	if (access("/proc/self/schedstat", R_OK) == 0)
 		CHECK(off.run_delay > 0 && off.run_delay % 8 == 0 && off.run_delay != off.runtime &&
 		      off.run_delay != off.utime && off.run_delay != off.nvcsw);
+	/* a CPU sample's event: bpf_perf_event_data_kern's third pointer (after regs and
+	 * data), and hw.target, a pointer in perf_event well past its list heads */
+	CHECK_INT(off.perf_event, 16);
+	/* pid and tgid (pid_t each), next to each other; signal a pointer, live in it an int */
+	CHECK_INT(off.tgid, off.pid + 4);
+	CHECK(off.signal > 0 && off.signal % 8 == 0 && off.signal_live > 0 && off.signal_live % 4 == 0);
+	CHECK(off.perf_target > 64 && off.perf_target % 8 == 0);
 }
 
 int main(int argc, char **argv)

@@ -74,17 +74,30 @@ static __u32 offset_or_0(const struct btf *btf, int type, const char *name, cons
 int kbtf__task_offsets_from(const struct btf *btf, struct task_offsets *out)
 {
 	int task = btf__find_by_name_kind(btf, "task_struct", BTF_KIND_STRUCT);
-	long leader, comm;
+	long leader, comm, tgid, pid;
 
 	memset(out, 0, sizeof(*out));
 	if (task <= 0)
 		return -ENOENT;
 	leader = kbtf__member_offset(btf, task, "group_leader", NULL);
 	comm = kbtf__member_offset(btf, task, "comm", NULL);
-	if (leader < 0 || comm < 0)
+	tgid = kbtf__member_offset(btf, task, "tgid", NULL);
+	pid = kbtf__member_offset(btf, task, "pid", NULL);
+	if (leader < 0 || comm < 0 || tgid < 0 || pid < 0)
 		return -ENOENT;
 	out->group_leader = (__u32)leader;
 	out->comm = (__u32)comm;
+	out->tgid = (__u32)tgid;
+	out->pid = (__u32)pid;
+	/* a process's last thread to exit (bpf/procs.bpf.c, on_exit) */
+	{
+		int sig = btf__find_by_name_kind(btf, "signal_struct", BTF_KIND_STRUCT);
+
+		out->signal = offset_or_0(btf, task, "signal", NULL);
+		out->signal_live = sig > 0 ? offset_or_0(btf, sig, "live", "counter") : 0;
+		if (!out->signal || !out->signal_live)
+			out->signal = out->signal_live = 0;
+	}
 	/* thread.fsbase: x86-64 only (Python 3.10's thread match); absent elsewhere. */
 	out->fsbase = offset_or_0(btf, task, "thread", "fsbase");
 	/* the overhead budget's estimates: whether a thread slept between two probe hits */
@@ -102,6 +115,16 @@ int kbtf__task_offsets_from(const struct btf *btf, struct task_offsets *out)
 	/* the time a run of a thread's calls waited for a CPU (other threads' turns): its
 	 * probes' delay stretches by as much (windows_books.c) */
 	out->run_delay = offset_or_0(btf, task, "sched_info", "run_delay");
+	/* whether a CPU sample's event was opened for a thread (its own clock, bpf/cpu.bpf.c) */
+	{
+		int kern = btf__find_by_name_kind(btf, "bpf_perf_event_data_kern", BTF_KIND_STRUCT),
+		    ev = btf__find_by_name_kind(btf, "perf_event", BTF_KIND_STRUCT);
+
+		out->perf_event = kern > 0 ? offset_or_0(btf, kern, "event", NULL) : 0;
+		out->perf_target = ev > 0 ? offset_or_0(btf, ev, "hw", "target") : 0;
+		if (!out->perf_event || !out->perf_target)
+			out->perf_event = out->perf_target = 0;
+	}
 	return 0;
 }
 
