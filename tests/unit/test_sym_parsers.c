@@ -167,6 +167,29 @@ TEST(kallsyms_parser_and_table)
 	CHECK(!kallsyms__lookup(t, 0x5000 + (1u << 21))); /* far past the last symbol */
 	kallsyms__free(t);
 	kallsyms__free(NULL);
+
+	/* in address order, as the kernel lists its own (only the aliases' runs are sorted):
+	 * the global text symbol among a run of aliases is the one found */
+	{
+		static const char sorted[] = "0000000000001000 T alpha\n"
+					     "0000000000001000 D alpha_data\n"
+					     "0000000000001000 t alpha_local\n"
+					     "0000000000002000 t beta\n"
+					     "0000000000002000 W beta_weak\n"
+					     "0000000000003000 T gamma\n";
+		char *buf = strdup(sorted);
+
+		t = buf ? kallsyms__from_buf(buf, strlen(sorted)) : NULL;
+		CHECK(t);
+		CHECK_INT(kallsyms__count(t), 6);
+		k = kallsyms__lookup(t, 0x1010);
+		CHECK(k && !strcmp(k->name, "alpha"));
+		k = kallsyms__lookup(t, 0x2fff);
+		CHECK(k && !strcmp(k->name, "beta_weak")); /* W is global (upper case): last */
+		k = kallsyms__lookup(t, 0x3000);
+		CHECK(k && !strcmp(k->name, "gamma"));
+		kallsyms__free(t);
+	}
 }
 
 TEST(demangler)
