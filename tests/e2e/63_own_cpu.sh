@@ -13,6 +13,35 @@
 source "$(dirname "$0")/lib.sh"
 need_root
 need_go
+# The looks at a target's maps in a tick (Python's frames, the symbolizer, the CUDA and
+# CUPTI scans) share one read of /proc/PID/maps (mapsnap.h): for a Python process of 5,000
+# mappings, recorded 4 s, 13 reads before (four at attach, then three a tick, ~13 ms of
+# gpubpf's CPU a second at that size), 7-8 since. At most 11 here.
+if ! command -v strace >/dev/null; then
+	skip "maps-read-once-a-tick" "no strace here to count the reads"
+else
+	python3 -c '
+import mmap, sys, time
+keep = [mmap.mmap(-1, 4096, prot=mmap.PROT_READ if i % 2 else mmap.PROT_READ | mmap.PROT_WRITE) for i in range(5000)]
+end = time.time() + 15
+while time.time() < end:
+    pass
+' &
+	mm=$!
+	sleep 1.5
+	strace -f -e trace=openat -o "$TMP/maps.strace" "$GPUBPF" record -p "$mm" -d 4 -o "$TMP/maps.pb.gz" \
+		>"$TMP/maps.out" 2>&1
+	kill "$mm" 2>/dev/null
+	wait "$mm" 2>/dev/null
+	n=$(grep -c "/proc/$mm/maps\"" "$TMP/maps.strace")
+	echo "# /proc/PID/maps of a 5,000-mapping target read $n times in a 4 s recording"
+	if [ "$n" -ge 1 ] && [ "$n" -le 11 ]; then
+		pass "maps-read-once-a-tick"
+	else
+		fail "maps-read-once-a-tick" "read $n times (want 1-11): $(tail -2 "$TMP/maps.out" | tr '\n' ';')"
+	fi
+fi
+
 if [ "${HAVE_CUDA:-}" != 1 ] || [ ! -x "$WL/cuda/launch_loop" ]; then
 	skip all "CUDA is not installed here (no nvcc/libcudart): the job is a CUDA launch loop"
 	exit 0
