@@ -14,9 +14,11 @@ source "$(dirname "$0")/lib.sh"
 need_root
 need_go
 # The looks at a target's maps in a tick (Python's frames, the symbolizer, the CUDA and
-# CUPTI scans) share one read of /proc/PID/maps (mapsnap.h): for a Python process of 5,000
-# mappings, recorded 4 s, 13 reads before (four at attach, then three a tick, ~13 ms of
-# gpubpf's CPU a second at that size), 7-8 since. At most 11 here.
+# CUPTI scans) share one read of /proc/PID/maps (mapsnap.h), a Python miss reads them at
+# most once a second and less often while its reads find nothing, and a recording spaces
+# the periodic looks where they are dear (procs.c): for a Python process of 5,000
+# mappings, recorded 4 s, 13 reads before (four at attach, then three a tick: 19-25 ms of
+# gpubpf's CPU a second at that size), 7 since (9-10 ms a second). At most 9 here.
 if ! command -v strace >/dev/null; then
 	skip "maps-read-once-a-tick" "no strace here to count the reads"
 else
@@ -35,10 +37,10 @@ while time.time() < end:
 	wait "$mm" 2>/dev/null
 	n=$(grep -c "/proc/$mm/maps\"" "$TMP/maps.strace")
 	echo "# /proc/PID/maps of a 5,000-mapping target read $n times in a 4 s recording"
-	if [ "$n" -ge 1 ] && [ "$n" -le 11 ]; then
+	if [ "$n" -ge 1 ] && [ "$n" -le 9 ]; then
 		pass "maps-read-once-a-tick"
 	else
-		fail "maps-read-once-a-tick" "read $n times (want 1-11): $(tail -2 "$TMP/maps.out" | tr '\n' ';')"
+		fail "maps-read-once-a-tick" "read $n times (want 1-9): $(tail -2 "$TMP/maps.out" | tr '\n' ';')"
 	fi
 fi
 

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "mapsnap.h"
 #include "python.h"
 #include "python_int.h"
 #include "test.h"
@@ -293,6 +294,50 @@ TEST(scan_remembered)
 	close(self);
 }
 
+/* A miss reads the process's maps again at most once a second, and half as often each time
+ * that read did not find the address (the stray values a walk through code without frame
+ * pointers finds), back to once a second where a read found it. */
+static unsigned long maps_reads(void)
+{
+	unsigned long reads, copies;
+
+	mapsnap__counts(&reads, &copies);
+	return reads;
+}
+
+TEST(miss_reads_back_off)
+{
+	struct py_pid pp = {.pid = getpid()};
+	bool reread = false;
+	unsigned long r0 = maps_reads();
+	uint64_t mapped = (uint64_t)(uintptr_t)&maps_reads;
+
+	CHECK_INT(py_role_of(&pp, 0x10, &reread), PY_ROLE_UNMAPPED);
+	CHECK(maps_reads() == r0 + 1 && pp.nmaps > 0 && pp.maps_every == 2.0);
+	reread = false;
+	pp.maps_at = py_mono_s() - 1.5; /* a second and a half ago: not again yet */
+	CHECK_INT(py_role_of(&pp, 0x10, &reread), PY_ROLE_UNMAPPED);
+	CHECK(maps_reads() == r0 + 1 && !reread);
+	pp.maps_at = py_mono_s() - 2.5;
+	CHECK_INT(py_role_of(&pp, 0x10, &reread), PY_ROLE_UNMAPPED);
+	CHECK(maps_reads() == r0 + 2 && pp.maps_every == 4.0);
+	for (int i = 0; i < 10; i++) {
+		reread = false;
+		pp.maps_at = 0;
+		py_role_of(&pp, 0x10, &reread);
+	}
+	CHECK(pp.maps_every == 32.0); /* at most */
+	/* a read that finds what missed: once a second again */
+	free(pp.maps);
+	pp.maps = NULL;
+	pp.nmaps = 0;
+	pp.maps_at = 0;
+	reread = false;
+	CHECK_INT(py_role_of(&pp, mapped, &reread), PY_ROLE_OTHER);
+	CHECK(pp.maps_every == 1.0);
+	free(pp.maps);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -305,5 +350,6 @@ int main(int argc, char **argv)
 	RUN(merge_more_evals_than_groups);
 	RUN(debug_offsets_313);
 	RUN(scan_remembered);
+	RUN(miss_reads_back_off);
 	return T_END();
 }

@@ -453,9 +453,12 @@ static int tick(struct engine *e, double t)
 	}
 	if (keep_going)
 		procs__refresh(s->procs);
-	/* Objects mapped since the last look (a dlopen'd libcudart) get probes. */
-	cuda__scan(e->cuda);
-	cupti__scan(e->cupti);
+	/* Objects mapped since the last look (a dlopen'd libcudart) get probes: the safety
+	 * net under the dynamic linker's events, at the symbolizer's pace. */
+	if (procs__maps_looked(s->procs)) {
+		cuda__scan(e->cuda);
+		cupti__scan(e->cupti);
+	}
 	/* Resolve while the targets live: exited processes keep their names. Kernel frames
 	 * wait for the write (the caller's profile__symbolize): on a machine with no CPU free
 	 * the kernel's symbols at the first tick were a third of gpubpf's CPU in a recording. */

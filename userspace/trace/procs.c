@@ -74,6 +74,8 @@ struct procs {
 	procs_watch_fn watch; /* host_wide: events of processes that are not targets */
 	void *watch_ctx;
 	unsigned refreshes;
+	double retrack_at; /* a recording's next periodic look at its targets' maps (monotonic s) */
+	bool looked;	   /* the last refresh looked at them */
 };
 
 static struct proc_ent *find(struct procs *p, int pid)
@@ -594,13 +596,28 @@ static bool pid_alive(int pid)
 	return paren[2] != 'Z' && paren[2] != 'X';
 }
 
+#define PROCS_TRACK_SHARE 0.002
+#define PROCS_TRACK_MAX_S 10.0
+
+static double procs_mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 int procs__refresh(struct procs *p)
 {
 	/* The agent runs for days over many processes: their mappings are read again at
 	 * exec and at every load the dynamic linker reports (procs__rescan), and at a
 	 * symbolization miss (syms.c); the periodic look is the safety net, every 5 ticks
-	 * there (every tick for a recording, which is short and wants every mapping). */
-	bool retrack = !p->opts->host_wide || p->refreshes++ % 5 == 0;
+	 * there. A recording, which is short and wants every mapping, looks every tick
+	 * where that is cheap, and spaces its looks to take at most PROCS_TRACK_SHARE of a
+	 * CPU where it is not: a PyTorch job's thousands of mappings take the kernel ~2.6 us
+	 * each to render (13 ms a look at 5,000: every 6.5 s). */
+	double t0 = procs_mono_s();
+	bool retrack = p->opts->host_wide ? p->refreshes++ % 5 == 0 : t0 >= p->retrack_at;
 	int live_roots = 0;
 
 	if (p->child > 0 && !p->child_reaped && p->gate_fd < 0) {
@@ -628,7 +645,19 @@ int procs__refresh(struct procs *p)
 			bpf_map_delete_elem(procs__targets_fd(p), &key);
 		}
 	}
+	p->looked = retrack || p->opts->host_wide;
+	if (retrack && !p->opts->host_wide) {
+		double cost = procs_mono_s() - t0;
+
+		p->retrack_at =
+		    t0 + (cost / PROCS_TRACK_SHARE < PROCS_TRACK_MAX_S ? cost / PROCS_TRACK_SHARE : PROCS_TRACK_MAX_S);
+	}
 	return live_roots;
+}
+
+bool procs__maps_looked(const struct procs *p)
+{
+	return p->looked;
 }
 
 void procs__note_pid(struct procs *p, int pid)

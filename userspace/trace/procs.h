@@ -46,6 +46,11 @@ int procs__drain_events(struct procs *p);
  * Returns the number of live root targets (the named or started ones). */
 int procs__refresh(struct procs *p);
 
+/* Whether the last procs__refresh looked at the targets' maps (a recording spaces its
+ * looks where they are dear; the agent's other periodic looks keep their own pace): the
+ * tick's other safety-net scans of the maps (the CUDA and CUPTI objects') go with it. */
+bool procs__maps_looked(const struct procs *p);
+
 /* A pid seen in samples (for -a): track it if new. */
 void procs__note_pid(struct procs *p, int pid);
 

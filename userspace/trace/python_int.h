@@ -57,7 +57,8 @@ struct py_pid {
 	int nranges;
 	struct py_range *maps; /* executable mappings; role INTERP or OTHER */
 	int nmaps;
-	double maps_at; /* when maps was read (monotonic seconds) */
+	double maps_at;	   /* when maps was read (monotonic seconds) */
+	double maps_every; /* the least time between two reads at a miss (s; 0: PY_MAPS_EVERY_MIN) */
 };
 
 struct python {

@@ -248,20 +248,36 @@ int py_read_maps(struct py_pid *pp)
 	return 0;
 }
 
+/* A miss reads the maps again at most once a PY_MAPS_EVERY_MIN per process, and half as
+ * often each time the read did not find the address: the stray values of a walk through
+ * code built without frame pointers miss every second, and a read of a PyTorch job's
+ * thousands of mappings costs gpubpf ~2.6 us each (half its CPU in a recording of a
+ * 5,000-mapping process). Loads the dynamic linker reports are read at their event. */
+#define PY_MAPS_EVERY_MIN 1.0
+#define PY_MAPS_EVERY_MAX 32.0
+
 uint8_t py_role_of(struct py_pid *pp, uint64_t addr, bool *reread)
 {
+	double every = pp->maps_every > 0 ? pp->maps_every : PY_MAPS_EVERY_MIN;
+	bool now = false;
+
 	for (int i = 0; i < pp->nranges; i++)
 		if (addr >= pp->ranges[i].start && addr < pp->ranges[i].end)
 			return pp->ranges[i].role;
 	for (int pass = 0; pass < 2; pass++) {
 		for (int i = 0; i < pp->nmaps; i++)
-			if (addr >= pp->maps[i].start && addr < pp->maps[i].end)
+			if (addr >= pp->maps[i].start && addr < pp->maps[i].end) {
+				if (now)
+					pp->maps_every = PY_MAPS_EVERY_MIN;
 				return pp->maps[i].role;
-		/* A library loaded since the last look: read the maps again, at most once a
-		 * second per process (the walk's stray values are unmapped too). */
-		if (pass || *reread || py_mono_s() - pp->maps_at < 1.0 || py_read_maps(pp))
+			}
+		/* A library loaded since the last look: read the maps again (the walk's stray
+		 * values are unmapped too). */
+		if (pass || *reread || py_mono_s() - pp->maps_at < every || py_read_maps(pp))
 			break;
-		*reread = true;
+		*reread = now = true;
 	}
+	if (now)
+		pp->maps_every = every * 2 < PY_MAPS_EVERY_MAX ? every * 2 : PY_MAPS_EVERY_MAX;
 	return PY_ROLE_UNMAPPED;
 }
