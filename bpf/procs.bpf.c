@@ -116,29 +116,11 @@ static __always_inline void emit(__u32 type, __u32 pid, __u32 ppid)
 	emit_paused(type, pid, ppid, false);
 }
 
-/* A field of task TASK at OFF (0: unknown, read as 0). Raw tracepoints, by the offsets
- * userspace read from the kernel's BTF (kbtf.c): with tp_btf and CO-RE, libbpf parsed the
- * whole BTF again for this object at start-up (10-25 ms of CPU). Like tp_btf they need no
+/* Raw tracepoints, reading the tasks they name by the offsets userspace read from the
+ * kernel's BTF (task_u32_of, task_u64_of): with tp_btf and CO-RE, libbpf parsed the whole
+ * BTF again for this object at start-up (10-25 ms of CPU). Like tp_btf they need no
  * tracefs mount (attached by name). Fork, exec and exit are rare: a probe read each is
  * nothing. */
-static __always_inline __u32 task_u32_of(const void *task, __u32 off)
-{
-	__u32 v = 0;
-
-	if (off && task)
-		bpf_probe_read_kernel(&v, sizeof(v), task + off);
-	return v;
-}
-
-static __always_inline __u64 task_u64_of(const void *task, __u32 off)
-{
-	__u64 v = 0;
-
-	if (off && task)
-		bpf_probe_read_kernel(&v, sizeof(v), task + off);
-	return v;
-}
-
 SEC("raw_tp/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {

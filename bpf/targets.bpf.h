@@ -21,15 +21,29 @@ const volatile __u32 self_tgid = 0;
  * not parse the kernel's BTF again for every object. */
 const volatile struct task_offsets task_off = {};
 
-/* A field of the current thread's task_struct at OFF (0: unknown, read as 0). */
+/* A field of task TASK (or of a struct it points to) at OFF (0: unknown, read as 0). */
+static __always_inline __u64 task_u64_of(const void *task, __u32 off)
+{
+	__u64 v = 0;
+
+	if (off && task)
+		bpf_probe_read_kernel(&v, sizeof(v), task + off);
+	return v;
+}
+
+static __always_inline __u32 task_u32_of(const void *task, __u32 off)
+{
+	__u32 v = 0;
+
+	if (off && task)
+		bpf_probe_read_kernel(&v, sizeof(v), task + off);
+	return v;
+}
+
+/* ... of the current thread's task_struct. */
 static __always_inline __u64 task_u64(__u32 off)
 {
-	void *task = (void *)bpf_get_current_task();
-	__u64 n = 0;
-
-	if (off)
-		bpf_probe_read_kernel(&n, sizeof(n), task + off);
-	return n;
+	return task_u64_of((const void *)bpf_get_current_task(), off);
 }
 
 /* The current thread's voluntary context switches (it slept or waited since, if they

@@ -173,14 +173,19 @@ static void learn_rstate(struct procs *p, int pid)
 		e->rstate_at = 0;
 }
 
+static uint64_t procs_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* A hold that began at AT_NS (the BPF clock: CLOCK_MONOTONIC) ended now. */
 static void held(struct procs *p, uint64_t at_ns)
 {
-	struct timespec ts;
-	uint64_t now, d;
+	uint64_t now = procs_mono_ns(), d;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	d = now > at_ns ? now - at_ns : 0;
 	p->holds.n++;
 	p->holds.total_ns += d;
@@ -599,14 +604,6 @@ static bool pid_alive(int pid)
 #define PROCS_TRACK_SHARE 0.002
 #define PROCS_TRACK_MAX_S 10.0
 
-static double procs_mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 int procs__refresh(struct procs *p)
 {
 	/* The agent runs for days over many processes: their mappings are read again at
@@ -616,7 +613,7 @@ int procs__refresh(struct procs *p)
 	 * where that is cheap, and spaces its looks to take at most PROCS_TRACK_SHARE of a
 	 * CPU where it is not: a PyTorch job's thousands of mappings take the kernel ~2.6 us
 	 * each to render (13 ms a look at 5,000: every 6.5 s). */
-	double t0 = procs_mono_s();
+	double t0 = (double)procs_mono_ns() / 1e9;
 	bool retrack = p->opts->host_wide ? p->refreshes++ % 5 == 0 : t0 >= p->retrack_at;
 	int live_roots = 0;
 
@@ -647,7 +644,7 @@ int procs__refresh(struct procs *p)
 	}
 	p->looked = retrack || p->opts->host_wide;
 	if (retrack && !p->opts->host_wide) {
-		double cost = procs_mono_s() - t0;
+		double cost = (double)procs_mono_ns() / 1e9 - t0;
 
 		p->retrack_at =
 		    t0 + (cost / PROCS_TRACK_SHARE < PROCS_TRACK_MAX_S ? cost / PROCS_TRACK_SHARE : PROCS_TRACK_MAX_S);
