@@ -10,7 +10,8 @@
  * `perf record -p`); a sample's own cost is no part of that.
  *
  * Calibrated at start-up: two threads of gpubpf's on one CPU hand a byte to each other,
- * timed with an event like the targets' on each and without, in alternating batches.
+ * timed without events, then with an event like the targets' on each, in batches that
+ * the CPU gave to nothing else (switches.c).
  * Counted in the job: each target thread's switches (/proc/PID/task/TID/status) once a
  * tick, and as it exits (bpf/procs.bpf.c: a look at /proc after it would find nothing). The estimate is what the most
  * switched thread paid over the recording; where threads hand work to each other, each
