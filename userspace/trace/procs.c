@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: MIT
-#define _GNU_SOURCE /* pipe2 */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -22,63 +21,11 @@
 #include "log.h"
 #include "mapsnap.h"
 #include "procs.h"
+#include "procs_int.h"
 #include "stacks.h"
 #include "procs.skel.h"
 
-#define PROCS_MAX_ON_CHANGE 4
-
-struct proc_ent {
-	int pid;
-	bool alive;
-	bool root;
-	uint64_t rstate_at; /* its dynamic linker's r_state (dlstate.h), 0: not known */
-};
-
-struct procs {
-	struct procs_bpf *skel;
-	struct ring_buffer *rb;
-	struct syms *syms;
-	const struct record_opts *opts;
-	struct proc_ent *ents;
-	size_t len, cap;
-	/* the command started with --, held at a gate until released */
-	pid_t child;
-	int child_status;
-	bool child_reaped;
-	int gate_fd;  /* write end: closing it lets the child exec */
-	int error_fd; /* read end: the child's exec errno, or EOF on success (CLOEXEC) */
-	/* called when a target's mappings may have changed (fork, exec, a dynamic load) */
-	struct {
-		void (*cb)(void *ctx, int pid);
-		void *ctx;
-	} on_change[PROCS_MAX_ON_CHANGE];
-	int n_on_change;
-	struct {
-		void (*cb)(void *ctx, int pid);
-		void *ctx;
-	} on_exit[PROCS_MAX_ON_CHANGE];
-	int n_on_exit;
-	struct {
-		void (*cb)(void *ctx, int tid);
-		void *ctx;
-	} on_task;
-	/* _dl_debug_state probes: one per dynamic linker file, for every process (the BPF
-	 * side keeps to targets), so a target that starts thousands of processes costs no
-	 * more than one that starts one. */
-	struct linkset links;
-	struct hmap dl_files; /* (dev, inode, 0) -> 1 */
-	struct dlstate dl;
-	bool warned_dl;
-	struct holdguard guard; /* resumes held processes if gpubpf dies (-- only) */
-	struct procs_holds holds;
-	procs_watch_fn watch; /* host_wide: events of processes that are not targets */
-	void *watch_ctx;
-	unsigned refreshes;
-	double retrack_at; /* a recording's next periodic look at its targets' maps (monotonic s) */
-	bool looked;	   /* the last refresh looked at them */
-};
-
-static struct proc_ent *find(struct procs *p, int pid)
+struct proc_ent *procs_find(struct procs *p, int pid)
 {
 	for (size_t i = 0; i < p->len; i++)
 		if (p->ents[i].pid == pid)
@@ -86,9 +33,9 @@ static struct proc_ent *find(struct procs *p, int pid)
 	return NULL;
 }
 
-static struct proc_ent *add_ent(struct procs *p, int pid, bool root)
+struct proc_ent *procs_add_ent(struct procs *p, int pid, bool root)
 {
-	struct proc_ent *e = find(p, pid);
+	struct proc_ent *e = procs_find(p, pid);
 
 	if (e) {
 		e->alive = true;
@@ -109,7 +56,7 @@ static struct proc_ent *add_ent(struct procs *p, int pid, bool root)
 	return e;
 }
 
-static void track(struct procs *p, int pid)
+void procs_track(struct procs *p, int pid)
 {
 	int err = syms__track_pid(p->syms, pid);
 
@@ -122,8 +69,6 @@ static void changed(struct procs *p, int pid)
 	for (int i = 0; i < p->n_on_change; i++)
 		p->on_change[i].cb(p->on_change[i].ctx, pid);
 }
-
-static int set_target(struct procs *p, int pid, __u32 val);
 
 static bool is_target(struct procs *p, int pid)
 {
@@ -140,7 +85,7 @@ static bool watched(struct procs *p, const struct gpubpf_proc_event *ev)
 		return true;
 	if (!p->watch || !p->watch(p->watch_ctx, ev) || ev->type == PROC_EV_EXIT)
 		return false;
-	return set_target(p, (int)ev->pid, TARGET_ROOT) == 0;
+	return procs_set_target(p, (int)ev->pid, TARGET_ROOT) == 0;
 }
 
 void procs__set_watch(struct procs *p, procs_watch_fn cb, void *ctx)
@@ -160,7 +105,7 @@ void procs__rescan(struct procs *p, int pid)
  * for the BPF side, which lets a dlopen's first call go by it (dlstate.h). */
 static void learn_rstate(struct procs *p, int pid)
 {
-	struct proc_ent *e = find(p, pid); /* the handlers may have added entries */
+	struct proc_ent *e = procs_find(p, pid); /* the handlers may have added entries */
 	__u32 key = (__u32)pid;
 	char *maps;
 
@@ -215,13 +160,13 @@ static int on_event(void *ctx, void *data, size_t len)
 	switch (ev->type) {
 	case PROC_EV_FORK:
 		pr_debug("following pid %u (%.16s), forked by %u", ev->pid, ev->comm, ev->ppid);
-		e = add_ent(p, (int)ev->pid, false);
+		e = procs_add_ent(p, (int)ev->pid, false);
 		if (!e) {
 			err = -ENOMEM;
 			break;
 		}
 		e->rstate_at = 0; /* a pid used before may come back: learnt again */
-		track(p, (int)ev->pid);
+		procs_track(p, (int)ev->pid);
 		if (p->on_task.cb)
 			p->on_task.cb(p->on_task.ctx, (int)ev->pid);
 		changed(p, (int)ev->pid);
@@ -233,22 +178,22 @@ static int on_event(void *ctx, void *data, size_t len)
 		break;
 	case PROC_EV_EXEC:
 	case PROC_EV_LOAD:
-		e = find(p, (int)ev->pid);
+		e = procs_find(p, (int)ev->pid);
 		pr_debug("pid %u %s (%.16s)%s", ev->pid, ev->type == PROC_EV_EXEC ? "exec'd" : "loaded objects",
 			 ev->comm, ev->paused ? ", held until probed" : "");
-		e = e ? e : add_ent(p, (int)ev->pid, false);
+		e = e ? e : procs_add_ent(p, (int)ev->pid, false);
 		if (!e) {
 			err = -ENOMEM;
 			break;
 		}
 		if (ev->type == PROC_EV_EXEC)
 			e->rstate_at = 0; /* another address space */
-		track(p, (int)ev->pid);
+		procs_track(p, (int)ev->pid);
 		changed(p, (int)ev->pid);
 		learn_rstate(p, (int)ev->pid);
 		break;
 	case PROC_EV_EXIT:
-		e = find(p, (int)ev->pid);
+		e = procs_find(p, (int)ev->pid);
 		if (e)
 			e->alive = false;
 		for (int i = 0; i < p->n_on_exit; i++)
@@ -422,7 +367,7 @@ int procs__comms_fd(const struct procs *p)
 	return bpf_map__fd(p->skel->maps.comms);
 }
 
-static int set_target(struct procs *p, int pid, __u32 val)
+int procs_set_target(struct procs *p, int pid, __u32 val)
 {
 	__u32 key = (__u32)pid;
 
@@ -437,128 +382,12 @@ int procs__add_pid(struct procs *p, int pid)
 
 	if (kill(pid, 0) < 0 && errno == ESRCH)
 		return -ESRCH;
-	err = set_target(p, pid, TARGET_ROOT);
+	err = procs_set_target(p, pid, TARGET_ROOT);
 	if (err)
 		return err;
-	if (!add_ent(p, pid, true))
+	if (!procs_add_ent(p, pid, true))
 		return -ENOMEM;
-	track(p, pid);
-	return 0;
-}
-
-int procs__spawn(struct procs *p, char **argv)
-{
-	int gate[2] = {-1, -1}, errp[2] = {-1, -1}, err;
-	pid_t pid;
-
-	/* Before anything can be held: if gpubpf dies, the guardian resumes what it held. */
-	if (!p->guard.pid) {
-		err =
-		    holdguard__start(&p->guard, bpf_map__fd(p->skel->maps.pause_pids), bpf_map__fd(p->skel->maps.held));
-		if (err)
-			return err;
-	}
-	if (pipe2(gate, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
-		err = -errno;
-		goto fail;
-	}
-	pid = fork();
-	if (pid < 0) {
-		err = -errno;
-		goto fail;
-	}
-	if (pid == 0) {
-		char c;
-		int e;
-		sigset_t none;
-
-		close(gate[1]);
-		close(errp[0]);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGPIPE, SIG_DFL);
-		/* Wait at the gate: the parent closes it once the probes are in place. */
-		while (read(gate[0], &c, 1) < 0 && errno == EINTR)
-			;
-		execvp(argv[0], argv);
-		e = errno;
-		if (write(errp[1], &e, sizeof(e)) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	close(gate[0]);
-	close(errp[1]);
-	p->gate_fd = gate[1];
-	p->error_fd = errp[0];
-	p->child = pid;
-	err = set_target(p, pid, TARGET_ROOT | TARGET_PREEXEC);
-	if (err)
-		return err;
-	{
-		__u32 key = (__u32)pid, one = 1;
-
-		/* Ours to hold: stopped at exec and at loads until its objects are probed. */
-		bpf_map_update_elem(bpf_map__fd(p->skel->maps.pause_pids), &key, &one, BPF_ANY);
-	}
-	if (!add_ent(p, pid, true))
-		return -ENOMEM;
-	return 0;
-fail:
-	for (int i = 0; i < 2; i++) {
-		if (gate[i] >= 0)
-			close(gate[i]);
-		if (errp[i] >= 0)
-			close(errp[i]);
-	}
-	return err;
-}
-
-int procs__release(struct procs *p)
-{
-	ssize_t n;
-	int e = 0;
-
-	if (p->gate_fd < 0)
-		return 0;
-	close(p->gate_fd);
-	p->gate_fd = -1;
-	do
-		n = read(p->error_fd, &e, sizeof(e));
-	while (n < 0 && errno == EINTR);
-	close(p->error_fd);
-	p->error_fd = -1;
-	if (n == (ssize_t)sizeof(e)) {
-		waitpid(p->child, &p->child_status, 0);
-		p->child_reaped = true;
-		return -e;
-	}
-	/* EOF: the exec succeeded (the pipe was close-on-exec). Mappings are final now. */
-	track(p, p->child);
-	return 0;
-}
-
-pid_t procs__child(const struct procs *p)
-{
-	return p->child;
-}
-
-int procs__child_status(struct procs *p, int *status)
-{
-	struct proc_ent *e = p->child > 0 ? find(p, p->child) : NULL;
-
-	/* The exit tracepoint fires before the child becomes a zombie: when it said the
-	 * child is gone, give it a moment to become reapable. */
-	for (int i = 0; e && !e->alive && !p->child_reaped && i < 100; i++) {
-		if (waitpid(p->child, &p->child_status, WNOHANG) == p->child)
-			p->child_reaped = true;
-		else
-			usleep(5000);
-	}
-	if (!p->child_reaped)
-		return -EAGAIN;
-	*status = p->child_status;
+	procs_track(p, pid);
 	return 0;
 }
 
@@ -634,7 +463,7 @@ int procs__refresh(struct procs *p)
 			e->alive = pid_alive(e->pid);
 		if (e->alive) {
 			if (retrack)
-				track(p, e->pid);
+				procs_track(p, e->pid);
 			live_roots += e->root;
 		} else if (!p->opts->all) {
 			__u32 key = (__u32)e->pid;
@@ -659,10 +488,10 @@ bool procs__maps_looked(const struct procs *p)
 
 void procs__note_pid(struct procs *p, int pid)
 {
-	if (find(p, pid))
+	if (procs_find(p, pid))
 		return;
-	if (add_ent(p, pid, false))
-		track(p, pid);
+	if (procs_add_ent(p, pid, false))
+		procs_track(p, pid);
 }
 
 int procs__num_live(const struct procs *p)
