@@ -350,7 +350,10 @@ struct est_delay est_traps_scale(const struct est_traps *t, double *ticks)
 	}
 	d.mid = clamp(s, 0.25, 4);
 	d.lo = clamp(s - 2.5 * sd - 0.2, 0.25, d.mid);
-	d.hi = clamp(s + 2.5 * sd + 0.2, d.mid, 4);
+	/* The ticks see the traps' kernel side only. A trap also costs the job's code after
+	 * it (its caches and predictors refilled: user time, estimate.h), which the calibrated
+	 * top was set to hold: so the ticks may narrow the range from below, not from above. */
+	d.hi = clamp(fmax(s + 2.5 * sd + 0.2, EST_TRAP_HI), d.mid, 4);
 	return d;
 }
 

@@ -33,6 +33,13 @@
  * the kernel counts it by ticks (est_traps); pooled over the windows, it gives the traps'
  * cost as a multiple of the calibrated one with its error. Until enough ticks are in, the
  * trap part is taken at EST_TRAP_LO to EST_TRAP_HI times. The interval covers the range.
+ * The ticks count kernel time; a trap also slows the job's own code after it (user time:
+ * 0.29 us a call in a 4 us C launch loop, 0.6-0.9 us in a Python-driven ctypes step whose
+ * calibrated traps are 0.6-0.73 us, dev VM, 2026-12-07), which nothing in a window can
+ * tell apart from the job's own pace. The mid leaves it out (so the launch estimate of
+ * such a loop reads low: -6% and -40% to -49% there); the range's top holds it: the ticks
+ * narrow the traps' multiple from below, never under EST_TRAP_HI from above (with the
+ * ticks' top, x1.21 over 120 s, the Python step's interval held half the truth).
  *
  * Error: per group, the periods' estimates give a variance by successive differences
  * (periods are strata with one slot drawn in each, so no unbiased variance estimator
@@ -125,7 +132,8 @@ void est_traps_add(struct est_traps *t, uint64_t k, uint64_t u, double prog, dou
 
 /* The traps' cost as a multiple of the calibrated one: mid, and the range its error (2.5
  * sigma of the ticks weighed with the calibration's, and 0.2 for ticks that land late
- * after the kernel's interrupts-off parts) allows, within 0.25-4; the calibrated range (1, EST_TRAP_LO-EST_TRAP_HI)
+ * after the kernel's interrupts-off parts) allows, within 0.25-4, its top at least
+ * EST_TRAP_HI (the user side, above); the calibrated range (1, EST_TRAP_LO-EST_TRAP_HI)
  * while fewer than EST_TRAPS_MIN_TICKS are in, or where the ticks alone put it outside
  * that range (they then alias with the job's pace). *TICKS (may be NULL): how many are
  * in, negated where they were not taken for that. */

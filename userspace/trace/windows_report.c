@@ -120,8 +120,9 @@ static void estimate_comment(struct profile *prof, int g, const char *what, cons
 		if (sum->trap_ticks >= EST_TRAPS_MIN_TICKS)
 			snprintf(how, sizeof(how),
 				 "timed in the job by %.0f of the kernel's ticks at x%.2f their calibrated cost, "
-				 "x%.2f-x%.2f",
-				 sum->trap_ticks, sum->trap_scale.mid, sum->trap_scale.lo, sum->trap_scale.hi);
+				 "x%.2f-x%.2f (the top at least x%.1f: the ticks see the kernel's side, not the job's "
+				 "code slowed after each trap)",
+				 sum->trap_ticks, sum->trap_scale.mid, sum->trap_scale.lo, sum->trap_scale.hi, EST_TRAP_HI);
 		else if (sum->trap_ticks < 0)
 			snprintf(how, sizeof(how),
 				 "calibrated on gpubpf's own call, taken at %.1f-%.1f times: %.0f of the kernel's "
