@@ -55,7 +55,7 @@ struct switches {
 
 /* Two threads on one CPU handing a byte to each other through pipes, with ATTR's event
  * on each and without: what the event adds to one thread's switch, out and back in
- * (seconds, >= 0), or a negative errno where it could not be measured. ~50 ms. */
+ * (seconds, >= 0), or a negative errno where it could not be measured. ~75 ms. */
 double switches__calibrate(const struct perf_event_attr *attr);
 
 /* A thread's switches in its /proc status: voluntary and not (what the kernel's nvcsw and
