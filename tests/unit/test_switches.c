@@ -226,8 +226,7 @@ static double calibrate3(const struct perf_event_attr *attr)
 }
 
 /* A pair of threads on one CPU handing a byte to each other through pipes, as a job's
- * producer and consumer do: its hand-overs timed by the clock over SECS, with EV's event on
- * each thread or none. */
+ * producer and consumer do (written apart from switches.c's, which it checks). */
 struct pair {
 	int ab[2], ba[2];
 	atomic_int tid;
@@ -249,6 +248,27 @@ static void *pair_peer(void *arg)
 	return NULL;
 }
 
+/* A new pair on CPU, warmed: 0, or -1 */
+static int pair_start(struct pair *p, pthread_t *t, int cpu)
+{
+	*p = (struct pair){.cpu = cpu};
+	if (pipe(p->ab) || pipe(p->ba) || pthread_create(t, NULL, pair_peer, p))
+		return -1;
+	while (!atomic_load(&p->tid))
+		usleep(100);
+	return 0;
+}
+
+static void pair_stop(struct pair *p, pthread_t t)
+{
+	close(p->ab[1]); /* the peer's read ends */
+	pthread_join(t, NULL);
+	close(p->ab[0]);
+	close(p->ba[0]);
+	close(p->ba[1]);
+}
+
+/* Seconds a hand-over takes by the clock, over SECS of them; -1 where the pipes fail. */
 static double pair_run(struct pair *p, double secs)
 {
 	struct timespec a, b;
@@ -282,26 +302,21 @@ static int open_event(const struct perf_event_attr *attr, int tid)
 TEST(calibrate_against_a_long_run)
 {
 	struct perf_event_attr attr = cal_attr();
-	struct pair p = {.ab = {-1, -1}, .ba = {-1, -1}};
+	struct pair p;
 	double cal, base, base2, ev, truth;
 	int fds[2] = {-1, -1};
 	cpu_set_t set, old;
 	pthread_t t;
 
 	CHECK_INT(sched_getaffinity(0, sizeof(old), &old), 0);
-	p.cpu = sched_getcpu();
 	CPU_ZERO(&set);
-	CPU_SET(p.cpu, &set);
+	CPU_SET(sched_getcpu(), &set);
 	CHECK_INT(sched_setaffinity(0, sizeof(set), &set), 0);
 	cal = calibrate3(&attr);
 	if (cal == -EACCES || cal == -EPERM || cal == -ENOENT || cal == -ENOSYS)
 		SKIP("no perf events here (%s)", strerror((int)-cal));
 	CHECK(cal >= 0);
-	CHECK_INT(pipe(p.ab), 0);
-	CHECK_INT(pipe(p.ba), 0);
-	CHECK_INT(pthread_create(&t, NULL, pair_peer, &p), 0);
-	while (!atomic_load(&p.tid))
-		usleep(100);
+	CHECK_INT(pair_start(&p, &t, sched_getcpu()), 0);
 	pair_run(&p, 0.05); /* warm */
 	base = pair_run(&p, 0.2);
 	fds[0] = open_event(&attr, (int)syscall(SYS_gettid));
@@ -311,25 +326,12 @@ TEST(calibrate_against_a_long_run)
 	for (int i = 0; i < 2; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
-	close(p.ab[1]); /* the peer's read ends */
-	pthread_join(t, NULL);
-	close(p.ab[0]);
-	close(p.ba[0]);
-	close(p.ba[1]);
+	pair_stop(&p, t);
 	/* a thread that held an event pays part of it after (switches.c): a new pair */
-	p = (struct pair){.cpu = p.cpu};
-	CHECK_INT(pipe(p.ab), 0);
-	CHECK_INT(pipe(p.ba), 0);
-	CHECK_INT(pthread_create(&t, NULL, pair_peer, &p), 0);
-	while (!atomic_load(&p.tid))
-		usleep(100);
+	CHECK_INT(pair_start(&p, &t, p.cpu), 0);
 	pair_run(&p, 0.05);
 	base2 = pair_run(&p, 0.2);
-	close(p.ab[1]);
-	pthread_join(t, NULL);
-	close(p.ab[0]);
-	close(p.ba[0]);
-	close(p.ba[1]);
+	pair_stop(&p, t);
 	sched_setaffinity(0, sizeof(old), &old);
 	truth = (ev - fmin(base, base2)) / 2;
 	printf("# a switch's events: calibrated %.2f us (median of 3), a pair's 0.8 s paid %.2f us (a hand-over "

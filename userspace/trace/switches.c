@@ -177,10 +177,11 @@ static void *driver(void *arg)
 	if (!err && (fds[0] < 0 || fds[1] < 0))
 		err = -errno;
 	/* the events' first period, untimed: it costs less than the job's (above) */
-	for (double skip = fmin(CAL_EV_SKIP_MAX_S, 2.0 * CAL_EV_SKIP / (double)p->freq), x = 0; !err && skip > 0;
-	     skip -= x * CAL_EV_ROUNDS) {
-		x = batch(p, CAL_EV_ROUNDS, &other);
+	for (double skip = fmin(CAL_EV_SKIP_MAX_S, 2.0 * CAL_EV_SKIP / (double)p->freq); !err && skip > 0;) {
+		double x = batch(p, CAL_EV_ROUNDS, &other);
+
 		err = x < 0 ? -EIO : 0;
+		skip -= x * CAL_EV_ROUNDS;
 	}
 	/* whole periods of both threads' clocks, in batches the CPU gave to nothing else: the
 	 * first batch after another thread's turn pays for its caches */
