@@ -296,10 +296,12 @@ static int open_event(const struct perf_event_attr *attr, int tid)
 }
 
 /* The calibration against what such a pair pays over a longer run (0.8 s with the events,
- * from their opening, as a job pays from attach): the same within the host's spread. A
- * switch costs least in the events' first period; timed from the opening, the calibration
- * read 0.75-0.93 of a long run on a 2026-12 host, and after the first period 0.8-1.2. */
-TEST(calibrate_against_a_long_run)
+ * from their opening, as a job pays from attach): the same within the host's spread, at
+ * the rate a recording samples at. A switch costs least in the events' first period; timed
+ * from the opening, the calibration read 0.75-0.93 of a long run on a 2026-12 host, and
+ * after the first period 0.8-1.2. A switch costs more at a higher rate: 1.3-1.4 us at 20
+ * Hz, 2.1 at 99, 5.8 at 400 on that host, the calibration 0.9-1.15 of it at each. */
+static void against_a_long_run(const char *t_case_name, int freq)
 {
 	struct perf_event_attr attr = cal_attr();
 	struct pair p;
@@ -308,13 +310,16 @@ TEST(calibrate_against_a_long_run)
 	cpu_set_t set, old;
 	pthread_t t;
 
+	attr.sample_freq = (unsigned long)freq;
 	CHECK_INT(sched_getaffinity(0, sizeof(old), &old), 0);
 	CPU_ZERO(&set);
 	CPU_SET(sched_getcpu(), &set);
 	CHECK_INT(sched_setaffinity(0, sizeof(set), &set), 0);
 	cal = calibrate3(&attr);
-	if (cal == -EACCES || cal == -EPERM || cal == -ENOENT || cal == -ENOSYS)
+	if (cal == -EACCES || cal == -EPERM || cal == -ENOENT || cal == -ENOSYS) {
+		sched_setaffinity(0, sizeof(old), &old);
 		SKIP("no perf events here (%s)", strerror((int)-cal));
+	}
 	CHECK(cal >= 0);
 	CHECK_INT(pair_start(&p, &t, sched_getcpu()), 0);
 	pair_run(&p, 0.05); /* warm */
@@ -334,13 +339,30 @@ TEST(calibrate_against_a_long_run)
 	pair_stop(&p, t);
 	sched_setaffinity(0, sizeof(old), &old);
 	truth = (ev - fmin(base, base2)) / 2;
-	printf("# a switch's events: calibrated %.2f us (median of 3), a pair's 0.8 s paid %.2f us (a hand-over "
-	       "%.2f us, %.2f/%.2f us without)\n",
-	       cal * 1e6, truth * 1e6, ev * 1e6, base * 1e6, base2 * 1e6);
+	printf("# a switch's events at %d Hz: calibrated %.2f us (median of 3), a pair's 0.8 s paid %.2f us (a "
+	       "hand-over %.2f us, %.2f/%.2f us without)\n",
+	       freq, cal * 1e6, truth * 1e6, ev * 1e6, base * 1e6, base2 * 1e6);
 	CHECK(base > 0 && base2 > 0 && ev > 0);
 	CHECK(truth > 0);
 	CHECK(cal >= 0.75 * truth - 0.1e-6);
 	CHECK(cal <= 1.5 * truth + 0.1e-6);
+}
+
+TEST(calibrate_against_a_long_run)
+{
+	against_a_long_run(t_case_name, 99);
+}
+
+/* -F 20: a period is 50 ms of a thread's CPU time, longer than the calibration times (it
+ * read 0.9-1.4 us against 1.6 before it ran the first period untimed) */
+TEST(calibrate_against_a_long_run_at_20_hz)
+{
+	against_a_long_run(t_case_name, 20);
+}
+
+TEST(calibrate_against_a_long_run_at_400_hz)
+{
+	against_a_long_run(t_case_name, 400);
 }
 
 /* Busy threads beside the calibration: N of them, pinned to CPU where it is >= 0. */
@@ -425,6 +447,8 @@ int main(int argc, char **argv)
 	RUN(live_look);
 	RUN(calibrate_live);
 	RUN(calibrate_against_a_long_run);
+	RUN(calibrate_against_a_long_run_at_20_hz);
+	RUN(calibrate_against_a_long_run_at_400_hz);
 	RUN(calibrate_beside_busy_threads);
 	return T_END();
 }
