@@ -118,6 +118,27 @@ got=$(row "the job survives device time: launch_loop --spin-us 4")
 [ -s "$TMP/self/throughput.txt" ] && [ -s "$TMP/self/table.txt" ] && pass "selftest:files" ||
 	fail "selftest:files" "$(ls "$TMP/self")"
 
+# GPU_CHECKS runs the named checks only (a session's 15 minutes of device time hold one
+# full run, or two of a few checks): a name it does not know is refused before anything
+# runs, with the names it knows
+OUT=$TMP/bad GPU_CHECKS="programs nosuch" python3 "$B/gpu_check.py" >"$TMP/bad.log" 2>&1
+rc=$?
+if [ $rc -eq 2 ] && [ ! -e "$TMP/bad" ] && grep -q "GPU_CHECKS names no check nosuch; .* throughput " "$TMP/bad.log"; then
+	pass "checks:unknown-refused"
+else
+	fail "checks:unknown-refused" "rc=$rc: $(tr '\n' ';' <"$TMP/bad.log")"
+fi
+OUT=$TMP/sel SELFTEST=1 GPU_CHECKS="pytorch,programs" LD_LIBRARY_PATH=$PWD/$BUILD/workloads/cuda/stubs \
+	python3 "$B/gpu_check.py" >"$TMP/sel.log" 2>&1
+got=$(awk -F'\t' '$1 != "all" && $1 != "6" { print $1 ":" $2 }' "$TMP/sel/results.tsv" 2>/dev/null | tr '\n' ';')
+want="-:the checks run (GPU_CHECKS);2:unnamed launches, runtime_wl_shared;4:device time of a short program, runtime_wl_shared;"
+want+="2:unnamed launches, runtime_wl_static;4:device time of a short program, runtime_wl_static;2:unnamed launches, driver_wl;"
+if [ "$got" = "$want" ] && grep -q "	the checks run (GPU_CHECKS)	programs	" "$TMP/sel/results.tsv"; then
+	pass "checks:only-those-named"
+else
+	fail "checks:only-those-named" "'$got'"
+fi
+
 # The check keeps to GPU_CHECK_SECONDS (a device call's limit is 600 s): with none left,
 # every check is a SKIP row that says so, and the table is still written
 OUT=$TMP/none SELFTEST=1 GPU_CHECK_SECONDS=0.001 python3 "$B/gpu_check.py" >"$TMP/none.log" 2>&1

@@ -7,7 +7,9 @@ network). `make gpu-bundle` builds the bundle on the development machine; here:
                                         ITERS=200, ITERS_DEFAULT=2000 (default mode's
                                         PyTorch loop), QUICK=1 for one round of throughput,
                                         ROUNDS=N for N, GPU_CHECK_SECONDS=520,
-                                        GPU_CHECK_PIN=0 or a CPU list)
+                                        GPU_CHECK_PIN=0 or a CPU list,
+                                        GPU_CHECKS="throughput estimates" for
+                                        those checks only, in the order below)
 
 It keeps to GPU_CHECK_SECONDS (520 by default: a device call's limit is 600): the rounds
 of the throughput, switches and parts rows stop early (their rows say of how many rounds)
@@ -94,6 +96,12 @@ def table():
 
 
 def main():
+    want = os.environ.get("GPU_CHECKS", "").replace(",", " ").split()
+    unknown = [c for c in want if c not in CHECKS]
+    if unknown:
+        print("gpu_check.py: GPU_CHECKS names no check %s; the checks, in the order they run: %s"
+              % (", ".join(unknown), " ".join(CHECKS)), file=sys.stderr)
+        return 2
     os.makedirs(OUT, exist_ok=True)
     for f in ("results.tsv", "log.txt", "throughput.txt"):
         if os.path.exists(os.path.join(OUT, f)):
@@ -112,6 +120,10 @@ def main():
             return 0
         checks = ["cupti", "survives", "programs", "pytorch", "trace", "estimates", "remeasure", "throughput",
                   "switches", "parts", "traps"]
+    if want:
+        # in the order the full run has them (what one check leaves, the next may use)
+        checks = [c for c in checks if c in want]
+        result("-", "the checks run (GPU_CHECKS)", " ".join(checks) or "none of them here", "-", "INFO")
     gpu_common.JOB_CPUS = job_cpus()
     result("6", "the timed jobs' CPUs, alone and under gpubpf (GPU_CHECK_PIN)",
            "%s of %d" % (",".join(map(str, gpu_common.JOB_CPUS)) if gpu_common.JOB_CPUS else "any", len(os.sched_getaffinity(0))),
