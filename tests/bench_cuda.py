@@ -291,6 +291,13 @@ def python_step(out):
     per = {m: [(x["user_us_per_step"] / 40, x["sys_us_per_step"] / 40, x["launches"], x["est"]) for x in res[m]]
            for m in ("alone", "--exact")}
     parts.append("under --exact " + split_text(per["alone"], per["--exact"]))
+    # the CPU's own counters of the thread's user mode, where the machine has them
+    # (user_counters.py): instructions alike in every mode are a clock of progress
+    if all("user_instr_per_step" in x for m in ("alone", "--exact") for x in res[m]):
+        ui, uc = (lambda m, k: statistics.median(x[k] / 40 for x in res[m])), "user_cycles_per_step"
+        parts.append("a launch in user mode: %.0f instructions alone, x%.3f under --exact; %.0f cycles, %+.0f" % (
+            ui("alone", "user_instr_per_step"), ui("--exact", "user_instr_per_step") / ui("alone", "user_instr_per_step"),
+            ui("alone", uc), ui("--exact", uc) - ui("alone", uc)))
     print(f"1p. Python launch-bound step (ctypes, 40 launches a step), alone {a:.0f} steps per CPU s; "
           + "; ".join(parts) + f" (medians of {RUNS})", flush=True)
 

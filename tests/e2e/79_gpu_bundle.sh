@@ -83,6 +83,20 @@ for wl in "launch_loop" "launch-bound Python step (ctypes)"; do
 	row_like "selftest:hit-split-row:${wl%% *}" "a launch under --exact, $wl: its cost in kernel and user time" \
 		'^\+[0-9.]+ us: [0-9.]+ us kernel, -?[0-9.]+ us user \(the job.s own code after each hit\); est\. [0-9.]+ us a hit\|INFO$'
 done
+# the launching thread's user-mode instructions and cycles a launch (the CPU's counters,
+# none on a VM without a virtual PMU: then a SKIP row that says why)
+row_like "selftest:user-work-row" "a launch's instructions and cycles in user mode, launch-bound Python step (ctypes)" \
+	'^(alone [0-9]+ instructions, [0-9]+ cycles; default x[0-9.]+, x[0-9.]+ \([+-][0-9]+ cycles\); --exact x[0-9.]+, x[0-9.]+ \([+-][0-9]+ cycles\)\|INFO|no user-mode counters here \([A-Z]+\)\|SKIP)$'
+# the counters' code itself, on software events every kernel has: a count that grows
+# with the work between two reads, per unit
+got=$(cd "$B" && python3 -c '
+import user_counters as u
+c = u.UserCounters(u.SOFTWARE)
+a = c.read(); sum(range(2000000)); b = c.read()
+print(c.why, b[0] > a[0] + 1e6, b[1] > a[1] + 1e6, c.fields(a, b, 10, "step").startswith("user_instr_per_step="),
+      u.UserCounters(((1, 12345),)).fields(None, None, 1, "step"))' 2>&1)
+[ "$got" = "None True True True user_instr_per_step=none(ENOENT)" ] && pass "selftest:user-counters" ||
+	fail "selftest:user-counters" "'$got'"
 # what each thread's own sampling clock costs its switches: the hand-over pair's rates, the
 # estimate, and when sampling went per CPU under the default budget
 row_like "selftest:switches-row" "context switches, two threads handing work over (medians of 1)" \
