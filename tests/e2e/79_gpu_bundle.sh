@@ -97,6 +97,17 @@ print(c.why, b[0] > a[0] + 1e6, b[1] > a[1] + 1e6, c.fields(a, b, 10, "step").st
       u.UserCounters(((1, 12345),)).fields(None, None, 1, "step"))' 2>&1)
 [ "$got" = "None True True True user_instr_per_step=none(ENOENT)" ] && pass "selftest:user-counters" ||
 	fail "selftest:user-counters" "'$got'"
+# the row from counts as a machine with counters prints them (this VM has none): each
+# mode's instructions and cycles against alone's, a launch being a step's 40
+mkdir -p "$TMP/uw"
+got=$(cd "$B" && OUT=$TMP/uw python3 -c '
+import gpu_cost as c, gpu_common as g
+o = lambda i, cy: "step_bench: steps=9 user_instr_per_step=%d user_cycles_per_step=%d" % (i, cy)
+c.user_work("S", {"alone": [o(40000, 80000), o(40400, 80400)], "default": [o(40100, 82000)],
+                  "--exact": [o(40200, 120000)]})
+print(g.rows[-1][2] + "|" + g.rows[-1][4])' 2>/dev/null | tail -n1)
+want="alone 1005 instructions, 2005 cycles; default x0.998, x1.022 (+45 cycles); --exact x1.000, x1.496 (+995 cycles)|INFO"
+[ "$got" = "$want" ] && pass "selftest:user-work-counts" || fail "selftest:user-work-counts" "'$got'"
 # what each thread's own sampling clock costs its switches: the hand-over pair's rates, the
 # estimate, and when sampling went per CPU under the default budget
 row_like "selftest:switches-row" "context switches, two threads handing work over (medians of 1)" \
