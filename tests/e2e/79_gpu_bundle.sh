@@ -85,8 +85,10 @@ for wl in "launch_loop" "launch-bound Python step (ctypes)"; do
 done
 # the launching thread's user-mode instructions and cycles a launch (the CPU's counters,
 # none on a VM without a virtual PMU: then a SKIP row that says why)
-row_like "selftest:user-work-row" "a launch's instructions and cycles in user mode, launch-bound Python step (ctypes)" \
-	'^(alone [0-9]+ instructions, [0-9]+ cycles; default x[0-9.]+, x[0-9.]+ \([+-][0-9]+ cycles\); --exact x[0-9.]+, x[0-9.]+ \([+-][0-9]+ cycles\)\|INFO|no user-mode counters here \([A-Z]+\)\|SKIP)$'
+for wl in "launch-bound Python step (ctypes)" launch_loop; do
+	row_like "selftest:user-work-row:${wl%% *}" "a launch's instructions and cycles in user mode, $wl" \
+		'^(alone [0-9]+ instructions, [0-9]+ cycles; default x[0-9.]+, x[0-9.]+ \([+-][0-9]+ cycles\); --exact x[0-9.]+, x[0-9.]+ \([+-][0-9]+ cycles\)\|INFO|no user-mode counters here \([A-Za-z ]+\)\|SKIP)$'
+done
 # the counters' code itself, on software events every kernel has: a count that grows
 # with the work between two reads, per unit
 got=$(cd "$B" && python3 -c '
@@ -105,8 +107,12 @@ import gpu_cost as c, gpu_common as g
 o = lambda i, cy: "step_bench: steps=9 user_instr_per_step=%d user_cycles_per_step=%d" % (i, cy)
 c.user_work("S", {"alone": [o(40000, 80000), o(40400, 80400)], "default": [o(40100, 82000)],
                   "--exact": [o(40200, 120000)]})
-print(g.rows[-1][2] + "|" + g.rows[-1][4])' 2>/dev/null | tail -n1)
-want="alone 1005 instructions, 2005 cycles; default x0.998, x1.022 (+45 cycles); --exact x1.000, x1.496 (+995 cycles)|INFO"
+print("ROW " + g.rows[-1][2] + "|" + g.rows[-1][4])
+l = lambda i, cy: "launch_loop: launches=9 user_instr_per_launch=%d user_cycles_per_launch=%d" % (i, cy)
+c.user_work("L", {"alone": [l(3000, 9000)], "default": [l(3000, 9100)], "--exact": [l(3001, 10000)]})
+print("ROW " + g.rows[-1][2] + "|" + g.rows[-1][4])' 2>/dev/null | sed -n 's/^ROW //p' | tr '\n' ';')
+want="alone 1005 instructions, 2005 cycles; default x0.998, x1.022 (+45 cycles); --exact x1.000, x1.496 (+995 cycles)|INFO;"
+want+="alone 3000 instructions, 9000 cycles; default x1.000, x1.011 (+100 cycles); --exact x1.000, x1.111 (+1000 cycles)|INFO;"
 [ "$got" = "$want" ] && pass "selftest:user-work-counts" || fail "selftest:user-work-counts" "'$got'"
 # what each thread's own sampling clock costs its switches: the hand-over pair's rates, the
 # estimate, and when sampling went per CPU under the default budget

@@ -310,8 +310,8 @@ def hit_split(name, outs):
 
 def user_work(name, outs):
     """Issue 13: the launching thread's instructions and cycles in user mode a launch, alone,
-    by default and under --exact, as the step prints them (user_counters.py: the CPU's own
-    counters). A probe hit leaves the instructions as they were and costs the cycles the
+    by default and under --exact, as the step (user_counters.py) or launch_loop
+    (wl_common.c) prints them from the CPU's own counters. A probe hit leaves the instructions as they were and costs the cycles the
     job's own code spends after each trap; where the instructions a launch are the same
     under gpubpf as alone, they are a clock of the job's progress that no probe slows: what
     the estimate could scale the calls it saw in a window by, in place of the time, where
@@ -322,10 +322,12 @@ def user_work(name, outs):
     for m in ("alone", "default", "--exact"):
         v = []
         for o in outs.get(m, []):
-            r = re.search(r"user_instr_per_step=([0-9.]+) user_cycles_per_step=([0-9.]+)", o)
+            # a step's 40 launches (the steps), or a launch (launch_loop)
+            r = re.search(r"user_instr_per_(step|launch)=([0-9.]+) user_cycles_per_\1=([0-9.]+)", o)
             if r:
-                v.append((float(r.group(1)) / 40, float(r.group(2)) / 40))
-            r = re.search(r"user_instr_per_step=none\((\w+)\)", o)
+                per = 40 if r.group(1) == "step" else 1
+                v.append((float(r.group(2)) / per, float(r.group(3)) / per))
+            r = re.search(r"user_instr_per_(?:step|launch)=none\((\w+)\)", o)
             why = r.group(1) if r else why
         if v:
             got[m] = (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v))

@@ -23,8 +23,10 @@
 // --depth D launches from D more frames of run_at (frame pointers kept): a deep stack
 // at the probe, as a framework's dispatcher makes.
 // Prints: "launch_loop: launches=N seconds=T launches_per_sec=X ... user_us_per_launch=U
-// sys_us_per_launch=K" (the loop's CPU time a launch in user and kernel mode, getrusage:
-// what a probe hit costs the loop's own code beside what it costs in the kernel).
+// sys_us_per_launch=K user_instr_per_launch=I user_cycles_per_launch=C" (the loop's CPU
+// time a launch in user and kernel mode, getrusage: what a probe hit costs the loop's own
+// code beside what it costs in the kernel; its instructions and cycles in user mode a
+// launch, the CPU's counters, wl_common.c: "user_instr_per_launch=none(WHY)" without them).
 // Start-up convention (GPUBPF_WL_WAIT / --wait-stdin): wl_common.c.
 #include <cstdio>
 #include <cstdlib>
@@ -37,6 +39,9 @@
 extern "C" int wl_repeat(void);
 extern "C" void wl_wait(int argc, char **argv);
 extern "C" double wl_now(void);
+extern "C" void wl_ucount_open(void);
+extern "C" void wl_ucount_mark(int slot);
+extern "C" void wl_ucount_print(double n, const char *unit);
 
 #define NOINLINE __attribute__((noinline))
 
@@ -218,8 +223,10 @@ int main(int argc, char **argv)
 			fprintf(stderr, "launch_loop: cannot start a --busy thread\n");
 			return 1;
 		}
+	wl_ucount_open();
 	w0 = run_delay();
 	getrusage(RUSAGE_THREAD, &ru0);
+	wl_ucount_mark(0);
 	t0 = now();
 	if (seconds > 0) {
 		while (now() - t0 < seconds)
@@ -230,6 +237,7 @@ int main(int argc, char **argv)
 	if (device_s > 0 && !emulate)
 		(void)cudaDeviceSynchronize(); /* the kernels' time is the loop's */
 	t1 = now();
+	wl_ucount_mark(1);
 	getrusage(RUSAGE_THREAD, &ru1);
 	w1 = run_delay();
 	__atomic_store_n(&busy_stop, 1, __ATOMIC_RELAXED);
@@ -252,6 +260,7 @@ int main(int argc, char **argv)
 		printf(" user_us_per_launch=%.4f sys_us_per_launch=%.4f",
 		       tv_us(&ru1.ru_utime, &ru0.ru_utime) / (double)done,
 		       tv_us(&ru1.ru_stime, &ru0.ru_stime) / (double)done);
+	wl_ucount_print((double)done, "launch");
 	printf("\n");
 	if (trace) {
 		FILE *f = fopen(trace_path, "wb");

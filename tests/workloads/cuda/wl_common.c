@@ -10,12 +10,23 @@
  *
  * wl_now(): CLOCK_MONOTONIC in seconds, for the workloads that time themselves.
  *
+ * wl_ucount_open(), wl_ucount_mark(0 or 1), wl_ucount_print(N, UNIT): the calling
+ * thread's instructions and cycles in user mode from the CPU's own counters (as
+ * tests/workloads/python/user_counters.py), printed between the two marks per N UNITs as
+ * " user_instr_per_UNIT=I user_cycles_per_UNIT=C", or " user_instr_per_UNIT=none(WHY)"
+ * where they cannot be opened (a VM without a virtual PMU: ENOENT). A probe's trap leaves
+ * the instructions as they were and costs the cycles the thread's code spends after it.
+ *
  * stdout carries only "ready" (when asked to wait) and the final summary line.
  * Plain C so that nvcc-built and cc-built workloads link the same object. */
+#include <errno.h>
+#include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 int wl_repeat(void)
 {
@@ -48,4 +59,52 @@ double wl_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int ucount_fd[2] = {-1, -1}, ucount_err;
+static double ucount_at[2][2];
+
+void wl_ucount_open(void)
+{
+	static const unsigned long long config[2] = {PERF_COUNT_HW_INSTRUCTIONS, PERF_COUNT_HW_CPU_CYCLES};
+
+	for (int i = 0; i < 2 && !ucount_err; i++) {
+		struct perf_event_attr a;
+
+		memset(&a, 0, sizeof(a));
+		a.size = sizeof(a);
+		a.type = PERF_TYPE_HARDWARE;
+		a.config = config[i];
+		a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+		a.exclude_kernel = 1;
+		a.exclude_hv = 1;
+		ucount_fd[i] = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
+		if (ucount_fd[i] < 0)
+			ucount_err = errno;
+	}
+}
+
+/* The counts now into mark SLOT (0 before, 1 after), scaled where they were multiplexed. */
+void wl_ucount_mark(int slot)
+{
+	for (int i = 0; i < 2 && !ucount_err; i++) {
+		unsigned long long v[3];
+
+		if (read(ucount_fd[i], v, sizeof(v)) != (ssize_t)sizeof(v)) {
+			ucount_err = EIO;
+			break;
+		}
+		ucount_at[slot & 1][i] = v[2] ? (double)v[0] * (double)v[1] / (double)v[2] : 0;
+	}
+}
+
+void wl_ucount_print(double n, const char *unit)
+{
+	if (ucount_err || n <= 0) {
+		printf(" user_instr_per_%s=none(%s)", unit,
+		       ucount_err == ENOENT ? "ENOENT" : ucount_err ? strerror(ucount_err) : "no count");
+		return;
+	}
+	printf(" user_instr_per_%s=%.0f user_cycles_per_%s=%.0f", unit, (ucount_at[1][0] - ucount_at[0][0]) / n,
+	       unit, (ucount_at[1][1] - ucount_at[0][1]) / n);
 }
