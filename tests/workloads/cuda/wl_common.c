@@ -100,11 +100,12 @@ void wl_ucount_mark(int slot)
 
 void wl_ucount_print(double n, const char *unit)
 {
-	if (ucount_err || n <= 0) {
-		printf(" user_instr_per_%s=none(%s)", unit,
-		       ucount_err == ENOENT ? "ENOENT" : ucount_err ? strerror(ucount_err) : "no count");
+	const char *why = ucount_err == ENOENT ? "ENOENT" : ucount_err ? strerror(ucount_err) : NULL;
+
+	if (why || n <= 0) {
+		printf(" user_instr_per_%s=none(%s)", unit, why ? why : "no count");
 		return;
 	}
-	printf(" user_instr_per_%s=%.0f user_cycles_per_%s=%.0f", unit, (ucount_at[1][0] - ucount_at[0][0]) / n,
-	       unit, (ucount_at[1][1] - ucount_at[0][1]) / n);
+	printf(" user_instr_per_%s=%.0f user_cycles_per_%s=%.0f", unit, (ucount_at[1][0] - ucount_at[0][0]) / n, unit,
+	       (ucount_at[1][1] - ucount_at[0][1]) / n);
 }
