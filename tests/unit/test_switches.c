@@ -300,8 +300,10 @@ static int open_event(const struct perf_event_attr *attr, int tid)
  * the rate a recording samples at. A switch costs least in the events' first period; timed
  * from the opening, the calibration read 0.75-0.93 of a long run on a 2026-12 host, and
  * after the first period 0.8-1.2. A switch costs more at a higher rate: 1.3-1.4 us at 20
- * Hz, 2.1 at 99, 5.8 at 400 on that host, the calibration 0.9-1.15 of it at each. */
-static void against_a_long_run(const char *t_case_name, int freq)
+ * Hz, 2.1 at 99, 6.3 at 400 on that host. At 400 Hz the pair's cost cycles over 100-130 ms
+ * (10 ms slices 13-22 us a hand-over), of which the calibration times 20 ms: it read
+ * 0.62-1.05 of the long run there (median of 3: 0.70-1.03), so LOW is 0.6 at that rate. */
+static void against_a_long_run(const char *t_case_name, int freq, double low)
 {
 	struct perf_event_attr attr = cal_attr();
 	struct pair p;
@@ -344,25 +346,25 @@ static void against_a_long_run(const char *t_case_name, int freq)
 	       freq, cal * 1e6, truth * 1e6, ev * 1e6, base * 1e6, base2 * 1e6);
 	CHECK(base > 0 && base2 > 0 && ev > 0);
 	CHECK(truth > 0);
-	CHECK(cal >= 0.75 * truth - 0.1e-6);
+	CHECK(cal >= low * truth - 0.1e-6);
 	CHECK(cal <= 1.5 * truth + 0.1e-6);
 }
 
 TEST(calibrate_against_a_long_run)
 {
-	against_a_long_run(t_case_name, 99);
+	against_a_long_run(t_case_name, 99, 0.75);
 }
 
 /* -F 20: a period is 50 ms of a thread's CPU time, longer than the calibration times (it
  * read 0.9-1.4 us against 1.6 before it ran the first period untimed) */
 TEST(calibrate_against_a_long_run_at_20_hz)
 {
-	against_a_long_run(t_case_name, 20);
+	against_a_long_run(t_case_name, 20, 0.75);
 }
 
 TEST(calibrate_against_a_long_run_at_400_hz)
 {
-	against_a_long_run(t_case_name, 400);
+	against_a_long_run(t_case_name, 400, 0.6);
 }
 
 /* Busy threads beside the calibration: N of them, pinned to CPU where it is >= 0. */
