@@ -294,10 +294,10 @@ def python_step(out):
     # the CPU's own counters of the thread's user mode, where the machine has them
     # (user_counters.py): instructions alike in every mode are a clock of progress
     if all("user_instr_per_step" in x for m in ("alone", "--exact") for x in res[m]):
-        ui, uc = (lambda m, k: statistics.median(x[k] / 40 for x in res[m])), "user_cycles_per_step"
+        ins = {m: med(m, "user_instr_per_step") / 40 for m in ("alone", "--exact")}
+        cyc = {m: med(m, "user_cycles_per_step") / 40 for m in ("alone", "--exact")}
         parts.append("a launch in user mode: %.0f instructions alone, x%.3f under --exact; %.0f cycles, %+.0f" % (
-            ui("alone", "user_instr_per_step"), ui("--exact", "user_instr_per_step") / ui("alone", "user_instr_per_step"),
-            ui("alone", uc), ui("--exact", uc) - ui("alone", uc)))
+            ins["alone"], ins["--exact"] / ins["alone"], cyc["alone"], cyc["--exact"] - cyc["alone"]))
     print(f"1p. Python launch-bound step (ctypes, 40 launches a step), alone {a:.0f} steps per CPU s; "
           + "; ".join(parts) + f" (medians of {RUNS})", flush=True)
 

@@ -311,12 +311,13 @@ def hit_split(name, outs):
 def user_work(name, outs):
     """Issue 13: the launching thread's instructions and cycles in user mode a launch, alone,
     by default and under --exact, as the step (user_counters.py) or launch_loop
-    (wl_common.c) prints them from the CPU's own counters. A probe hit leaves the instructions as they were and costs the cycles the
-    job's own code spends after each trap; where the instructions a launch are the same
-    under gpubpf as alone, they are a clock of the job's progress that no probe slows: what
-    the estimate could scale the calls it saw in a window by, in place of the time, where
-    it now misses that cost (the Python-driven step reads -25% to -47% on the development
-    VM, which has no such counters)."""
+    (wl_common.c) prints them from the CPU's own counters. A probe hit leaves the
+    instructions as they were and costs the cycles the job's own code spends after each
+    trap; where the instructions a launch are the same under gpubpf as alone, they are a
+    clock of the job's progress that no probe slows: what the estimate could scale the calls
+    it saw in a window by, in place of the time, where it now misses that cost (the
+    Python-driven step reads -25% to -47% on the development VM, which has no such
+    counters)."""
     got = {}
     why = None
     for m in ("alone", "default", "--exact"):

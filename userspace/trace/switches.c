@@ -177,7 +177,9 @@ static void *driver(void *arg)
 	if (!err && (fds[0] < 0 || fds[1] < 0))
 		err = -errno;
 	/* the events' first period, untimed: it costs less than the job's (above) */
-	for (double skip = fmin(CAL_EV_SKIP_MAX_S, 2.0 * CAL_EV_SKIP / (double)p->freq); !err && skip > 0;) {
+	double skip = fmin(CAL_EV_SKIP_MAX_S, 2.0 * CAL_EV_SKIP / (double)p->freq);
+
+	for (long r = 0; !err && skip > 0 && r < CAL_EV_MAX_ROUNDS; r += CAL_EV_ROUNDS) {
 		double x = batch(p, CAL_EV_ROUNDS, &other);
 
 		err = x < 0 ? -EIO : 0;
