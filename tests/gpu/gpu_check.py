@@ -43,7 +43,9 @@ Items (issue 12; throughput targets are issue 13's):
     --exact of the same length (ITERS_EST=3000); the self-paced ones with bare calls
     (GPUBPF_BARE_EVERY=8): what a call's work costs the job beyond its run time (INFO)
   13 (traps) a return hit's whole cost to the job by its pace, against the trap gpubpf books:
-    launch_loop --spin-us 4 and the PyTorch step (gpu_traps.py; Linux 6.13+)
+    launch_loop --spin-us 4 and the PyTorch step (gpu_traps.py; Linux 6.13+), and what a
+    system call costs a Python step's own code after it (kentry_step.py), with a row on the
+    host's kernel, its boot's mitigations and its CPU counters (the instruction clock's)
   14 device time never breaks the job: the PyTorch step and launch_loop --spin-us 4 under
     default mode with device time, SURVIVE_RUNS (4) runs each, none may die (at 1d503a9
     the step died in 4 of 9 runs: heap corruption, a cuptiFinalize inside a nested call)"""
@@ -83,6 +85,31 @@ def environment():
     if os.geteuid() != 0:
         return "gpubpf record needs root"
     return None
+
+
+def read_text(path):
+    """PATH's text, or "" where it cannot be read."""
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def host():
+    """The kernel, the CPU's counters and the boot's flags that weigh on a kernel entry (what
+    a probe hit costs the job's code after it, and whether an instruction clock could time it)."""
+    try:
+        srcs = sorted(os.listdir("/sys/bus/event_source/devices"))
+    except OSError:
+        srcs = []
+    pmu = [d for d in srcs if d == "cpu" or d.startswith("cpu_")]
+    flags = ("mitigations", "nested_pvm", "pti", "nopti", "spectre_v2", "retbleed", "spec_rstack_overflow")
+    boot = [w for w in read_text("/proc/cmdline").split() if w.split("=")[0] in flags]
+    spectre = read_text("/sys/devices/system/cpu/vulnerabilities/spectre_v2").strip() or "unknown"
+    return "kernel %s; CPU counters: %s; boot: %s; spectre_v2: %s" % (
+        os.uname().release, ",".join(pmu) if pmu else "none (%s)" % " ".join(srcs),
+        " ".join(boot) or "no such flags", spectre)
 
 
 def table():
@@ -128,6 +155,7 @@ def main():
     result("6", "the timed jobs' CPUs, alone and under gpubpf (GPU_CHECK_PIN)",
            "%s of %d" % (",".join(map(str, gpu_common.JOB_CPUS)) if gpu_common.JOB_CPUS else "any", len(os.sched_getaffinity(0))),
            "one a core, by the GPU", "INFO")
+    result("13", "the host (its kernel entry, its counters)", host(), "-", "INFO")
     try:
         for i, c in enumerate(checks):
             gpu_common.reserve = sum(LEAST_S[x] for x in checks[i + 1:])

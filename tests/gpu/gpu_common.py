@@ -61,7 +61,7 @@ T0 = time.monotonic()
 # took 370 s for the checks of then at 3 rounds; PyTorch starts in 3-5 s a run). What the
 # checks still to come keep for themselves.
 LEAST_S = {"cupti": 30, "survives": 25, "programs": 15, "pytorch": 60, "trace": 10, "estimates": 35,
-           "remeasure": 15, "throughput": 90, "switches": 15, "parts": 35, "traps": 20}
+           "remeasure": 15, "throughput": 90, "switches": 15, "parts": 35, "traps": 30}
 
 
 reserve = 0.0  # the seconds the checks after the running one keep

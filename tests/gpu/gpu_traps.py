@@ -12,7 +12,9 @@ probes do, but for one in 8 at random, whose next gap is shorter by the walk's w
 (its run time, and what the job's code paid after it for what it touched). The row sets
 the return hit beside the return trap gpubpf books (its `cuda cost:` comment in
 check_parts' default profile, where that ran), and the walk's whole cost beside its run
-time."""
+time. A last row says what any kernel entry (a system call, no probe) costs a Python
+step's own code after it here (kentry_step.py): on the development VM most of what a hit
+costs the Python step's code."""
 import os
 import re
 import subprocess
@@ -82,6 +84,7 @@ def check():
     exe = os.path.join(g.WL, "ret_delay")
     if not os.path.exists(exe):
         g.result("13", "a return hit's whole cost to the job", "ret_delay missing from the bundle", "present", "SKIP")
+        kernel_entry()
         return
     ll = os.path.join(g.WL, "launch_loop")
     cases = [("launch_loop --spin-us 4", [ll, "--seconds", "8", "--spin-us", "4"])]
@@ -108,3 +111,17 @@ def check():
         # sets its own pace and 0-1 where a device does: beyond that the gaps are noise
         ok = hit > prog > 0 and -0.1 <= resp <= 1.2
         g.result("13", what, value, "measured (more than its program)", "INFO" if ok else "FAIL")
+    kernel_entry()
+
+
+def kernel_entry():
+    """What a system call costs a Python step's own code after it, no probe anywhere."""
+    what = "a system call's cost to a Python step's own code after it"
+    rc, out = g.run("traps-kentry", g.pinned([g.PY, os.path.join(g.HERE, "kentry_step.py"), "6", "3"]), timeout=60)
+    f = dict(re.findall(r"(\w+)=([-0-9.e+]+)", out))
+    if rc != 0 or "extra_user_ns" not in f:
+        g.result("13", what, "kentry_step.py failed (exit %d, see traps-kentry.log)" % rc, "measured", "FAIL")
+        return
+    g.result("13", what, "+%s ns of user time a call (%s to %s) after a getppid of %s ns in the kernel; %s ns a "
+             "call with none" % (f["extra_user_ns"], f["extra_user_lo_ns"], f["extra_user_hi_ns"], f["sys_ns_syscall"],
+                                 f["user_ns_plain"]), "measured", "INFO")
