@@ -19,6 +19,7 @@ import sys
 import time
 
 import torch
+from step_ops import step
 from user_counters import UserCounters
 
 
@@ -28,16 +29,9 @@ def main():
     x = torch.randn(1024, device=dev)
     y = torch.randn(1024, device=dev)
 
-    def step():
-        a = x
-        for _ in range(20):
-            a = a * 1.0001  # one kernel
-            a = a + y  # and another
-        return a
-
     uc = UserCounters()
     for _ in range(200):
-        step()
+        step(x, y)
     torch.cuda.synchronize()
     ctx = contextlib.nullcontext()
     if "--torch-profile" in sys.argv:
@@ -55,7 +49,7 @@ def main():
                 sn, st = n, now
             if now - t0 >= seconds:
                 break
-            step()
+            step(x, y)
             n += 1
         torch.cuda.synchronize()
         dt, o1, u1 = time.perf_counter() - t0, os.times(), uc.read()
