@@ -112,6 +112,13 @@ if grep -q "overhead ~[0-9.e+-]*%.*, device time: .*; not in the overhead: CUPTI
 else
 	fail "exact:cupti-cost-said-not-counted" "report count '${n}' (want ${S[kernels]}); $(grep -m1 'overhead' "$TMP/short.log")"
 fi
+# a timeline states no overhead, so nothing is said to be left out of one
+GPUBPF_INJECT_MAX_RATE=0 "$GPUBPF" record --trace -o "$TMP/short.json" -- "$PROD" short 20 >"$TMP/short-trace.log" 2>&1
+if grep -q "device time: ${S[kernels]} kernels" "$TMP/short-trace.log" && ! grep -q "overhead" "$TMP/short-trace.log"; then
+	pass "trace:no-overhead-said"
+else
+	fail "trace:no-overhead-said" "$(tail -1 "$TMP/short-trace.log")"
+fi
 
 # --- a target without the library
 "$GPUBPF" record -d 1 -o "$TMP/none.pb.gz" -- "$WL/cpu_fixed" >"$TMP/none.log" 2>&1

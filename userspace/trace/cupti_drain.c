@@ -404,7 +404,8 @@ const char *cupti__unavailable_reason(struct cupti_tracer *c)
 
 /* Without windows (--exact, --trace, a kernel without uprobe_multi links) CUPTI is on all
  * the time: nothing is off to measure its cost per launch against, so the estimated
- * overhead does not hold it, and says so where the library followed anything. */
+ * overhead does not hold it, and says so where the library followed anything (a timeline
+ * states no overhead). */
 #define NOT_MEASURED_SUMMARY                                                                                           \
 	"; not in the overhead: CUPTI's cost to each launch it followed, which only windows measure "                  \
 	"(1.2-1.5 us a launch on an H100)"
@@ -520,5 +521,5 @@ void cupti__summary(struct cupti_tracer *c, char *buf, size_t len)
 		 (double)st.kernel_ns / 1e6, st.copies, (double)st.copy_ns / 1e6,
 		 st.launches_sampled < st.launches_seen || st.copies_sampled < st.copies_seen ? " (sampled; scaled)"
 											      : "",
-		 st.launches_sampled || st.copies_sampled ? NOT_MEASURED_SUMMARY : "");
+		 (st.launches_sampled || st.copies_sampled) && !c->s->opts->trace ? NOT_MEASURED_SUMMARY : "");
 }
