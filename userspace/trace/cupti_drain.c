@@ -415,6 +415,12 @@ const char *cupti__unavailable_reason(struct cupti_tracer *c)
 	"in the job and keeps it in the budget); on an H100 activity added 1.2-1.5 us and the subscription and "       \
 	"callbacks 0.55-1.7 us to a launch of 4.0-4.8 us"
 
+/* The library followed launches or copies with CUPTI on all the time (no windows). */
+static bool followed_unmeasured(const struct cupti_stats *st)
+{
+	return st->launches_sampled || st->copies_sampled;
+}
+
 int cupti__add_comments(struct cupti_tracer *c, double elapsed)
 {
 	const char *why = cupti__unavailable_reason(c);
@@ -456,7 +462,7 @@ int cupti__add_comments(struct cupti_tracer *c, double elapsed)
 	    st.attached, st.objects, st.kernels, (double)st.kernel_ns / 1e6, st.copies, (double)st.copy_ns / 1e6, rate,
 	    st.launches_sampled, st.launches_seen, st.copies_sampled, st.copies_seen, st.dropped_unsampled, st.lost,
 	    st.unjoined, st.invalid);
-	if (err == 0 && (st.launches_sampled || st.copies_sampled))
+	if (err == 0 && followed_unmeasured(&st))
 		err = profile__add_comment(c->s->prof, NOT_MEASURED_COMMENT, st.launches_seen + st.copies_seen);
 	return err;
 }
@@ -521,5 +527,5 @@ void cupti__summary(struct cupti_tracer *c, char *buf, size_t len)
 		 (double)st.kernel_ns / 1e6, st.copies, (double)st.copy_ns / 1e6,
 		 st.launches_sampled < st.launches_seen || st.copies_sampled < st.copies_seen ? " (sampled; scaled)"
 											      : "",
-		 (st.launches_sampled || st.copies_sampled) && !c->s->opts->trace ? NOT_MEASURED_SUMMARY : "");
+		 followed_unmeasured(&st) && !c->s->opts->trace ? NOT_MEASURED_SUMMARY : "");
 }
