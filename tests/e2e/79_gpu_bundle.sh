@@ -132,7 +132,7 @@ row_like "selftest:traps-row" "a return hit's whole cost to the job (trap, progr
 row_like "selftest:kentry-row" "a system call's cost to a Python step's own code after it" \
 	'^\+-?[0-9]+ ns of user time a call \(-?[0-9]+ to -?[0-9]+\) after a getppid of [0-9]+ ns in the kernel; [0-9]+ ns a call with none\|INFO$'
 row_like "selftest:host-row" "the host (its kernel entry, its counters)" \
-	'^kernel [^;]+; CPU counters: [^;]+; boot: [^;]+; spectre_v2: .+\|INFO$'
+	'^kernel [^;]+; CPU counters: [^;]+; boot: [^;]+; spectre_v2: .+; CPU: [^;]+, (a hypervisor.s guest|bare metal); others: .+\|INFO$'
 # a window thread that woke late: how late, how many never opened, and the longest each
 # group's probes were in with no window open (a held thread once left them in a period)
 row_like "selftest:windows-late-row" "launch_loop: CUDA windows opened late (by, in all), never opened; the longest each group's probes were in with no window open" \

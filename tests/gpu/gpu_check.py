@@ -45,11 +45,12 @@ Items (issue 12; throughput targets are issue 13's):
   13 (traps) a return hit's whole cost to the job by its pace, against the trap gpubpf books:
     launch_loop --spin-us 4 and the PyTorch step (gpu_traps.py; Linux 6.13+), and what a
     system call costs a Python step's own code after it (kentry_step.py), with a row on the
-    host's kernel, its boot's mitigations and its CPU counters (the instruction clock's)
+    host's kernel, CPU, boot flags, mitigations and CPU counters (the instruction clock's)
   14 device time never breaks the job: the PyTorch step and launch_loop --spin-us 4 under
     default mode with device time, SURVIVE_RUNS (4) runs each, none may die (at 1d503a9
     the step died in 4 of 9 runs: heap corruption, a cuptiFinalize inside a nested call)"""
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -97,8 +98,9 @@ def read_text(path):
 
 
 def host():
-    """The kernel, the CPU's counters and the boot's flags that weigh on a kernel entry (what
-    a probe hit costs the job's code after it, and whether an instruction clock could time it)."""
+    """The kernel, the CPU, the CPU's counters and the boot's flags and mitigations that weigh
+    on a kernel entry (what a probe hit costs the job's code after it, and whether an
+    instruction clock could time it)."""
     try:
         srcs = sorted(os.listdir("/sys/bus/event_source/devices"))
     except OSError:
@@ -107,9 +109,21 @@ def host():
     flags = ("mitigations", "nested_pvm", "pti", "nopti", "spectre_v2", "retbleed", "spec_rstack_overflow")
     boot = [w for w in read_text("/proc/cmdline").split() if w.split("=")[0] in flags]
     spectre = read_text("/sys/devices/system/cpu/vulnerabilities/spectre_v2").strip() or "unknown"
-    return "kernel %s; CPU counters: %s; boot: %s; spectre_v2: %s" % (
+    cpuinfo = read_text("/proc/cpuinfo")
+    model = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.M)
+    virt = "a hypervisor's guest" if re.search(r"^flags\s*:.*\bhypervisor\b", cpuinfo, re.M) else "bare metal"
+    vdir = "/sys/devices/system/cpu/vulnerabilities"
+    try:
+        vnames = sorted(os.listdir(vdir))
+    except OSError:
+        vnames = []
+    # what the kernel does about each, where it does anything (spectre_v2 is given whole above)
+    active = ["%s=%s" % (v, read_text(os.path.join(vdir, v)).strip()) for v in vnames
+              if v != "spectre_v2" and read_text(os.path.join(vdir, v)).strip() not in ("", "Not affected")]
+    return "kernel %s; CPU counters: %s; boot: %s; spectre_v2: %s; CPU: %s, %s; others: %s" % (
         os.uname().release, ",".join(pmu) if pmu else "none (%s)" % " ".join(srcs),
-        " ".join(boot) or "no such flags", spectre)
+        " ".join(boot) or "no such flags", spectre, model.group(1).strip() if model else "unknown", virt,
+        "; ".join(active) or "none")
 
 
 def table():
