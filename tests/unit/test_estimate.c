@@ -570,6 +570,64 @@ TEST(totals_and_intervals)
 	CHECK(NEAR(est_t975(1), 12.706, 1e-9) && NEAR(est_t975(1000), 1.96, 1e-9) && est_t975(40) < 2.03);
 }
 
+/* A window's share of the delay, measured precisely below 0 (noise around a device's pace),
+ * times a large delay: the factor stops at 0, and the profile's weight for a seen call
+ * (est_weight) and the estimate's (est_period_add) are the same, never below the call
+ * itself, and continuous through 0. */
+TEST(negative_share_counts_the_call)
+{
+	struct est_delay d = est_run_delay(100, 100, 0, 1e-3, 0.8e-3, 0, NULL, 3e-6, false);
+	struct est_delay f = est_delay_share(d, (struct est_delay){-0.4, -0.4, 1});
+	static const double mids[] = {-0.56, -0.01, 0, 0.01, 0.5, 2};
+
+	CHECK(d.mid > 4 && d.mid < 6);
+	CHECK(f.mid == 0 && f.lo == 0 && f.hi >= f.mid);
+	CHECK(est_weight(20, f.mid) == 1 && est_weight(20, -0.56) == 1 && est_weight(20, NAN) == 1);
+	for (size_t i = 0; i < sizeof(mids) / sizeof(mids[0]); i++) {
+		struct est_period p = {0};
+		double m = mids[i];
+
+		est_period_plan(&p, 1, 20);
+		est_period_add(&p, 20, &(struct est_delay){m, m, m}, 1, (double[3]){1, 0, 0});
+		CHECK(NEAR(p.est[0], est_weight(20, m), 1e-12));
+		CHECK(p.est[0] >= 1 && p.sys[0][0] <= p.est[0] && p.sys[1][0] >= p.est[0]);
+		CHECK(p.est[0] <= 1 + 19 * fmax(m, 0) + 1e-12);
+	}
+}
+
+/* A recording's last period cut short: its rate, from a window that saw none or all of
+ * its few calls, is no measure of the periods' spread. */
+TEST(short_last_period_interval)
+{
+	struct est_group g = {0};
+	struct est_total whole, stub;
+	uint64_t st = 7;
+
+	for (int i = 0; i < 8; i++) {
+		struct est_period *p = est_group_period(&g, (size_t)i);
+		double seen = 500 + 40 * (t_uniform_of(&st) - 0.5); /* 20,000 a second, 1 in 20 seen */
+
+		est_period_plan(p, 0.5, 20);
+		est_period_add(p, 20, NULL, seen, (double[3]){seen, 0, 0});
+	}
+	est_group_total(&g, 0, &whole);
+	/* 5 ms more, its window over the first 0.25 ms of them at 20 times the rate */
+	{
+		struct est_period *p = est_group_period(&g, 8);
+
+		est_period_plan(p, 0.5, 20);
+		p->len = 0.005;
+		est_period_add(p, 20, NULL, 100, (double[3]){100, 0, 0});
+	}
+	est_group_total(&g, 0, &stub);
+	CHECK(whole.sampled == 8 && stub.sampled == 9);
+	CHECK(NEAR(stub.est, whole.est + 2000, 1e-6));
+	/* +-3-4% either way, not +-194% */
+	CHECK((stub.hi - stub.lo) / stub.est < 2 * (whole.hi - whole.lo) / whole.est);
+	CHECK((stub.hi - stub.lo) / 2 / stub.est < 0.1);
+	est_group_free(&g);
+}
+
 int main(int argc, char **argv)
 {
 	T_BEGIN(argv);
@@ -583,5 +641,7 @@ int main(int argc, char **argv)
 	RUN(self_paced_made_calls);
 	RUN(traps_timed_by_ticks);
 	RUN(totals_and_intervals);
+	RUN(negative_share_counts_the_call);
+	RUN(short_last_period_interval);
 	return T_END();
 }

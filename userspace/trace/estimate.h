@@ -251,7 +251,7 @@ struct est_delay est_bare_cost(const struct est_bare *b, double share, double *d
 
 /* Delay corrections D with only SHARE of the delay pushing calls out: each end of D with
  * the same end of SHARE (an unbounded end times a share of 0 adds nothing; a share below
- * 0, noise, makes a factor below 1). */
+ * 0, noise, makes a factor below 1, and never below 0). */
 struct est_delay est_delay_share(struct est_delay d, struct est_delay share);
 
 /* What a call seen in a window of weight W (1/p: each instant is in a window with
@@ -261,7 +261,8 @@ struct est_delay est_delay_share(struct est_delay d, struct est_delay share);
  * window were made after it, in the time outside, which counts them already; F * W estimates
  * the calls the job would have made without gpubpf, not those it made (the 4 us spin loop
  * at a 5% budget: +4% on average; with windows over all of its time, 2.5 million for its
- * 1.5 million). A thread a device paces has F near 1 either way. W <= 1: the call, once. */
+ * 1.5 million). A thread a device paces has F near 1 either way. W <= 1 or F <= 0: the
+ * call, once. */
 double est_weight(double w, double f);
 
 /* One period of one group: what was seen and what it estimates. */
