@@ -58,6 +58,14 @@ verdict("records-of-followed-launches", abs(int(gpu[1]) - int(gpu[2])) <= max(5,
 verdict("truth-in-stated-interval", lo <= t <= hi, f"{t} launches, estimate {k:.0f} [{lo:.0f}, {hi:.0f}]")
 verdict("kernel-time-in-stated-interval", ktlo <= t * 1000 <= kthi,
         f"{t * 1000} ns, estimate {kt:.0f} [{ktlo:.0f}, {kthi:.0f}]")
+# the interval's two parts: CUPTI's cost at either end of its range brackets the estimate,
+# and the windows' sampling goes around them (the cost measurement's kernels, counted once,
+# in both: they were left out of the ends until 2026-12-07)
+parts = re.search(r"gpu estimate: kernels [0-9,]+, 95% CI [0-9,]+-[0-9,]+ \(\+-[0-9.e+]+%: ([0-9,]+)-([0-9,]+) at "
+                  r"either end of CUPTI's cost's range", raw)
+verdict("interval-parts-bracket", parts is not None and lo <= num(parts[1]) <= k <= num(parts[2]) <= hi,
+        f"estimate {k:.0f} [{lo:.0f}, {hi:.0f}], at either end of the cost {parts[1] if parts else ''}-"
+        f"{parts[2] if parts else ''}")
 half = 100 * (hi - lo) / 2 / k if k else 1e9
 verdict("interval-useful", half <= max_half, f"+-{half:.0f}% (at most +-{max_half}%)")
 print(f"# {t} launches, estimated {k:.0f} ({100 * (k / t - 1):+.1f}%), 95% CI +-{half:.0f}%; duty {duty}%; "

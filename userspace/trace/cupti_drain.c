@@ -467,17 +467,23 @@ int cupti__add_comments(struct cupti_tracer *c, double elapsed)
 	return err;
 }
 
+static void total_plus(struct est_total *t, double x)
+{
+	t->est += x;
+	t->lo += x;
+	t->hi += x;
+	t->sys_lo += x;
+	t->sys_hi += x;
+}
+
 void cpt_win_totals(struct cupti_tracer *c, struct est_total *k, struct est_total *t)
 {
 	est_group_total(&c->est, 0, k);
 	est_group_total(&c->est, 1, t);
-	/* the cost measurement's kernels, counted once: what they were, with no error */
-	k->est += (double)c->measured_kernels;
-	k->lo += (double)c->measured_kernels;
-	k->hi += (double)c->measured_kernels;
-	t->est += (double)c->measured_kernel_ns;
-	t->lo += (double)c->measured_kernel_ns;
-	t->hi += (double)c->measured_kernel_ns;
+	/* the cost measurement's kernels, counted once: what they were, with no error, at
+	 * either end of CUPTI's cost's range too (the comment's two parts of the interval) */
+	total_plus(k, (double)c->measured_kernels);
+	total_plus(t, (double)c->measured_kernel_ns);
 }
 
 /* Device time in windows: the estimates of the whole recording, from how much was seen;
