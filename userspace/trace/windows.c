@@ -367,13 +367,18 @@ static void end_window(struct windows *w, int g, double t)
 	struct gstate *s = &w->gs[g];
 
 	if (s->first && s->seg.end > t + MIN_SLOT) {
-		struct est_segment rest = est_segment_split(t, s->seg.end, s->seg.weight);
+		double end = s->seg.end, weight = s->seg.weight, at;
 
-		close_window(w, g, false, false); /* measures the group */
+		/* The rest from where the gate closed (at its bound, or just ahead of now where
+		 * that is sooner), not from this thread's waking: one that woke past the bound
+		 * left the instants between them in no window and in no plan. */
+		at = close_window(w, g, false, false); /* measures the group */
+		if (!(at > 0))
+			at = t;
 		pthread_mutex_lock(&w->lock);
 		governor__plan(w->gv);
 		pthread_mutex_unlock(&w->lock);
-		windows_plan(w, g, rest, w->gv->g[g].duty, false, false);
+		windows_plan(w, g, est_segment_split(at, end, weight), w->gv->g[g].duty, false, false);
 	} else {
 		close_window(w, g, false, false);
 		windows_next_piece(s); /* the slot's second piece, if it has one */
