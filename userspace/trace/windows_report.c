@@ -122,7 +122,8 @@ static void estimate_comment(struct profile *prof, int g, const char *what, cons
 				 "timed in the job by %.0f of the kernel's ticks at x%.2f their calibrated cost, "
 				 "x%.2f-x%.2f (the top at least x%.1f: the ticks see the kernel's side, not the job's "
 				 "code slowed after each trap)",
-				 sum->trap_ticks, sum->trap_scale.mid, sum->trap_scale.lo, sum->trap_scale.hi, EST_TRAP_HI);
+				 sum->trap_ticks, sum->trap_scale.mid, sum->trap_scale.lo, sum->trap_scale.hi,
+				 EST_TRAP_HI);
 		else if (sum->trap_ticks < 0)
 			snprintf(how, sizeof(how),
 				 "calibrated on gpubpf's own call, taken at %.1f-%.1f times: %.0f of the kernel's "
@@ -146,8 +147,10 @@ static void estimate_comment(struct profile *prof, int g, const char *what, cons
 	}
 	if (isinf(t->hi))
 		snprintf(pm, sizeof(pm), "unbounded above: --exact counts them");
-	else
-		snprintf(pm, sizeof(pm), "+-%.2g%%", t->est > 0 ? 100 * half / t->est : 0);
+	else if (t->est > 0)
+		snprintf(pm, sizeof(pm), "+-%.2g%%", 100 * half / t->est);
+	else /* no share of nothing: the top is the rule of three's (est_group_total) */
+		snprintf(pm, sizeof(pm), "none seen: at most ~3 in the time the windows watched, scaled");
 	share_text(sum, g, share, sizeof(share));
 	profile__add_comment(prof,
 			     "cuda estimate: %s: %s %s, 95%% CI %s-%s (%s), from %s calls seen in windows of "
