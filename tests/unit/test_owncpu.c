@@ -222,7 +222,10 @@ TEST(live_looks)
 	CHECK(o.have && !o.failed);
 	CHECK(o.span > 0);
 	CHECK(o.own > 0 && o.own <= o.span * 1.5 + 0.02);
-	CHECK(o.displaced <= o.own + 1e-9);
+	/* the set-up's displaced part (mark to start) counts with the looks' where the targets
+	 * ran beside it, its CPU apart from theirs: on a machine with no CPU idle (a loaded CI
+	 * host) all of both is displaced */
+	CHECK(o.displaced <= o.own + o.setup_displaced + 1e-9);
 	owncpu__text(&o, o.span, text, sizeof(text));
 	CHECK(strstr(text, "gpubpf's own CPU: ") == text);
 }
