@@ -117,6 +117,7 @@ enum dev_status {
  * config; the library runs the windows on its watcher thread and keeps their books in
  * the config's ring, which gpubpf reads every tick. */
 #define DEV_WIN_RING 64
+#define DEV_EVERY_MAX 64   /* a window every this many of gpubpf's periods at most */
 #define DEV_MODE_ALWAYS 0  /* follow while attached (exact, and the library's default) */
 #define DEV_MODE_WINDOWS 1 /* measure the cost, then activity and callbacks only in windows */
 

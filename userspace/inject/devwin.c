@@ -485,12 +485,12 @@ static bool remeasure_due(const struct inj_sched *sc, volatile struct dev_config
 	       now >= cfg->cost.done + (uint64_t)cfg->remeasure_ms * 1000000ull && (!w || w->close);
 }
 
-/* gpubpf's EVERY as a power of two, at most 64 */
+/* gpubpf's EVERY as a power of two, at most DEV_EVERY_MAX */
 static uint32_t every_of(volatile struct dev_config *cfg)
 {
 	uint32_t e = 1;
 
-	while (e < cfg->every && e < 64)
+	while (e < cfg->every && e < DEV_EVERY_MAX)
 		e *= 2;
 	return e;
 }

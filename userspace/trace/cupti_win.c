@@ -201,7 +201,7 @@ static void read_target(struct cupti_tracer *c, struct cpt_wtarget *t)
 {
 	struct dev_config cfg;
 	struct iovec l = {&cfg, sizeof(cfg)}, r = {(void *)(uintptr_t)t->addr, sizeof(cfg)};
-	uint64_t period_ns = (uint64_t)llround(c->period * 1e9);
+	uint64_t period_ns = (uint64_t)llround(c->period * 1e9), latest;
 
 	if (!t->addr || process_vm_readv((pid_t)t->tgid, &l, 1, &r, 1, 0) != (ssize_t)sizeof(cfg) ||
 	    cfg.magic != DEV_CONFIG_MAGIC || cfg.version != DEV_CONFIG_VERSION) {
@@ -215,12 +215,18 @@ static void read_target(struct cupti_tracer *c, struct cpt_wtarget *t)
 	/* the library drops the callbacks that name launch handles at its measurement's end
 	 * (they named all it launched): written again where this tick still wants them */
 	t->written_names = cfg.names_wanted;
+	/* The config is the target's memory, its own to write: a window's slot is at most
+	 * EVERY (64) of gpubpf's periods ahead. One past that is none the library drew, and
+	 * its period would size the books (est_group_period: 2.4 GiB for a slot 16 million
+	 * periods on). */
+	latest = mono_ns() + (DEV_EVERY_MAX + 2) * period_ns;
 	for (int i = 0; i < DEV_WIN_RING; i++) {
 		const struct dev_win *w = &cfg.win[i];
 		struct cpt_win *m = &t->win[w->id % DEV_WIN_RING];
 		uint64_t p;
 
-		if (!w->id || w->id % DEV_WIN_RING != (uint32_t)i || !w->k || (m->id == w->id && m->closed))
+		if (!w->id || w->id % DEV_WIN_RING != (uint32_t)i || !w->k || (m->id == w->id && m->closed) ||
+		    w->slot_open > latest)
 			continue;
 		if (m->id != w->id)
 			m->nthr = 0;
