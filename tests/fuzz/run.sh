@@ -21,9 +21,9 @@ declare -A SRCS=(
 	[pbscan]="userspace/out/pbscan.c -lz"
 	[ttyesc]="userspace/lib/ttyesc.c"
 	[pylines]="userspace/trace/python_lines.c userspace/trace/python_util.c"
-	[dlstate]="userspace/trace/dlstate.c userspace/sym/procmaps.c userspace/lib/hmap.c -lelf"
-	[elfsym]="userspace/sym/elfsym.c -lelf"
-	[symobj]="userspace/sym/syms.c userspace/sym/syms_obj.c userspace/sym/elfsym.c userspace/sym/syms_dwarf.c userspace/sym/syms_proc.c
+	[dlstate]="userspace/trace/dlstate.c userspace/sym/procmaps.c userspace/sym/elfread.c userspace/sym/elfsym.c userspace/lib/hmap.c -lelf"
+	[elfsym]="userspace/sym/elfsym.c userspace/sym/elfread.c -lelf"
+	[symobj]="userspace/sym/syms.c userspace/sym/syms_obj.c userspace/sym/elfsym.c userspace/sym/elfread.c userspace/sym/syms_dwarf.c userspace/sym/syms_proc.c
 		userspace/sym/procmaps.c userspace/sym/procroot.c userspace/sym/perfmap.c userspace/sym/demangle.c
 		userspace/sym/kallsyms.c userspace/lib/hmap.c userspace/lib/readfile.c userspace/lib/mapsnap.c
 		userspace/lib/vec.c userspace/lib/log.c -ldw -lelf -lz -lbpf"

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "elfread.h"
 #include "elfsym.h"
 
 /* Files are read with ELF_C_READ (pread), never mapped: the files are the targets', and a
@@ -363,16 +364,11 @@ bool elfsym__strtab_plain(Elf *elf, size_t ndx)
 	return scn && gelf_getshdr(scn, &sh) && sh.sh_type == SHT_STRTAB && !(sh.sh_flags & SHF_COMPRESSED);
 }
 
-/* Whether string table NDX is plain (elfsym__strtab_plain), one the file holds, and at
- * most MAX bytes: elf_strptr reads a table whole. */
+/* Whether string table NDX is plain (elfsym__strtab_plain) and readable whole, at most MAX
+ * bytes (elfread__whole): elf_strptr reads a table whole. */
 static bool strtab_sane(Elf *elf, int fd, size_t ndx, uint64_t max)
 {
-	Elf_Scn *scn = elfsym__strtab_plain(elf, ndx) ? elf_getscn(elf, ndx) : NULL;
-	GElf_Shdr sh;
-	struct stat st;
-
-	return scn && gelf_getshdr(scn, &sh) && sh.sh_size <= max && fstat(fd, &st) == 0 &&
-	       sh.sh_offset <= (uint64_t)st.st_size && sh.sh_size <= (uint64_t)st.st_size - sh.sh_offset;
+	return elfsym__strtab_plain(elf, ndx) && elfread__whole(elf_getscn(elf, ndx), fd, max);
 }
 
 /* A section of CUDA device code (nvcc's fat binaries). */
@@ -423,7 +419,7 @@ int elfsym__lookup_fd_flags(int fd, struct elfsym_want *want, int n, unsigned fl
 	}
 	/* section names only from a .shstrtab that the file holds (libelf would allocate
 	 * what its header claims) */
-	if (elf_getshdrstrndx(elf, &shstrndx) || !strtab_sane(elf, fd, shstrndx, 1u << 20))
+	if (elf_getshdrstrndx(elf, &shstrndx) || !strtab_sane(elf, fd, shstrndx, ELFREAD_SHSTRTAB_MAX))
 		shstrndx = 0;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
@@ -451,7 +447,7 @@ int elfsym__lookup_fd_flags(int fd, struct elfsym_want *want, int n, unsigned fl
 	if (symtab && (flags & ELFSYM_CUDART) &&
 	    (!(fatbin || is_executable(elf)) || (dyn && needs_libcudart(elf, fd, &dyn_sh))))
 		symtab = NULL;
-	if (symtab && strtab_sane(elf, fd, symtab_sh.sh_link, UINT64_MAX))
+	if (symtab && elfread__symtab(elf, symtab, fd))
 		scan(elf, symtab, &symtab_sh, w);
 	if (dynsym && w->found < n) {
 		struct hashed h;
@@ -464,7 +460,7 @@ int elfsym__lookup_fd_flags(int fd, struct elfsym_want *want, int n, unsigned fl
 		if (gnuhash && !(flags & ELFSYM_SCAN) && (large || (flags & ELFSYM_HASH)) &&
 		    elf_ndxscn(dynsym) == gnuhash_sh.sh_link && hashed_open(elf, fd, &gnuhash_sh, &h) == 0)
 			hashed = hash_all(elf, &h, w) == 0;
-		if (!hashed && strtab_sane(elf, fd, dynsym_sh.sh_link, UINT64_MAX))
+		if (!hashed && elfread__symtab(elf, dynsym, fd))
 			scan(elf, dynsym, &dynsym_sh, w);
 	}
 	elf_end(elf);

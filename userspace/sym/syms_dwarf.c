@@ -23,6 +23,7 @@
 #include <zlib.h>
 
 #include "demangle.h"
+#include "elfread.h"
 #include "hmap.h"
 #include "kallsyms.h"
 #include "log.h"
@@ -117,9 +118,9 @@ static Dwarf *obj_dwarf(struct obj *o)
 	o->dw_tried = true;
 	if (!libdw_safe())
 		return NULL;
-	if (o->dbg_elf && sy_elf_has_dwarf(o->dbg_elf))
+	if (o->dbg_elf && sy_elf_has_dwarf(o->dbg_elf) && elfread__dwarf(o->dbg_elf, o->dbg_fd))
 		o->dw = dwarf_begin_elf(o->dbg_elf, DWARF_C_READ, NULL);
-	if (!o->dw && sy_elf_has_dwarf(o->elf))
+	if (!o->dw && sy_elf_has_dwarf(o->elf) && elfread__dwarf(o->elf, o->fd))
 		o->dw = dwarf_begin_elf(o->elf, DWARF_C_READ, NULL);
 	if (o->dw)
 		obj_build_cu_index(o);

@@ -27,6 +27,7 @@
 #define DWARF_MAX_CU_RANGES (16u << 20)
 #define DWARF_MAX_DEPTH 64
 #define DEBUGLINK_MAX_BYTES (4ull << 30)
+#define DEBUGLINK_SECTION_MAX 4096 /* .gnu_debuglink: a file name and a CRC */
 #define JIT_SCAN_BACK 32
 #define DEFAULT_DEBUG_DIRS "/usr/lib/debug"
 #define ARENA_CHUNK (1u << 20)

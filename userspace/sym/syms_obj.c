@@ -22,6 +22,7 @@
 #include <zlib.h>
 
 #include "demangle.h"
+#include "elfread.h"
 #include "elfsym.h"
 #include "hmap.h"
 #include "kallsyms.h"
@@ -38,22 +39,7 @@
 
 static bool elf_has_section(Elf *elf, const char *name, bool progbits)
 {
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-
-	if (elf_getshdrstrndx(elf, &shstrndx) || !elfsym__strtab_plain(elf, shstrndx))
-		return false;
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		const char *n;
-
-		if (!gelf_getshdr(scn, &sh))
-			continue;
-		n = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (n && !strcmp(n, name) && (!progbits || sh.sh_type != SHT_NOBITS))
-			return true;
-	}
-	return false;
+	return elfread__section(elf, name, progbits) != NULL;
 }
 
 static bool elf_has_symtab(Elf *elf)
@@ -77,7 +63,7 @@ bool sy_elf_has_dwarf(Elf *elf)
 static char *build_id_hex(Elf *elf)
 {
 	const void *bid = NULL;
-	ssize_t n = dwelf_elf_gnu_build_id(elf, &bid);
+	ssize_t n = elfread__notes(elf) ? dwelf_elf_gnu_build_id(elf, &bid) : -1;
 	char *hex;
 
 	if (n <= 0 || n > 64 || !bid)
@@ -142,9 +128,10 @@ static int symvec_push(struct symvec *sv, const struct esym *e)
 }
 
 /* Collect defined FUNC/IFUNC (and OBJECT, for lookups by name) symbols of every
- * SHT_SYMTAB/SHT_DYNSYM in ELF. String reads go through elf_strptr, which checks that
- * the name lies inside its string table. */
-static int collect_syms(struct syms *s, Elf *elf, bool want_symtab, bool want_dynsym, struct symvec *funcs,
+ * SHT_SYMTAB/SHT_DYNSYM in ELF (open at FD) that can be read whole, with its names
+ * (elfread__whole). String reads go through elf_strptr, which checks that the
+ * name lies inside its string table. */
+static int collect_syms(struct syms *s, Elf *elf, int fd, bool want_symtab, bool want_dynsym, struct symvec *funcs,
 			struct symvec *datas)
 {
 	Elf_Scn *scn = NULL;
@@ -162,7 +149,7 @@ static int collect_syms(struct syms *s, Elf *elf, bool want_symtab, bool want_dy
 		if (!gelf_getshdr(scn, &sh))
 			continue;
 		if (!((sh.sh_type == SHT_SYMTAB && want_symtab) || (sh.sh_type == SHT_DYNSYM && want_dynsym)) ||
-		    !elfsym__strtab_plain(elf, sh.sh_link))
+		    !elfread__symtab(elf, scn, fd))
 			continue;
 		data = elf_getdata(scn, NULL);
 		if (!data || !entsz)
@@ -220,9 +207,9 @@ static int obj_load_syms(struct syms *s, struct obj *o)
 	size_t k = 0;
 	int err;
 
-	err = collect_syms(s, o->elf, true, true, &funcs, &datas);
+	err = collect_syms(s, o->elf, o->fd, true, true, &funcs, &datas);
 	if (!err && !main_symtab && o->dbg_elf)
-		err = collect_syms(s, o->dbg_elf, true, false, &funcs, &datas);
+		err = collect_syms(s, o->dbg_elf, o->dbg_fd, true, false, &funcs, &datas);
 	if (err && err != -E2BIG)
 		goto err_out;
 
@@ -429,11 +416,21 @@ Elf *sy_debug_candidate(struct obj *o, int fd, const struct stat *main_st, bool 
 
 		if ((uint64_t)st.st_size > DEBUGLINK_MAX_BYTES)
 			goto reject;
-		while ((r = pread(fd, buf, sizeof(buf), off)) > 0) {
+		/* the size checked, no more: a file the target grows while it is read (truncate
+		 * to 4 TiB, sparse) would keep this loop reading zeros for hours; one that
+		 * changed size under it is not the file checked */
+		r = 0;
+		while (off < st.st_size) {
+			size_t want =
+			    (uint64_t)(st.st_size - off) < sizeof(buf) ? (size_t)(st.st_size - off) : sizeof(buf);
+
+			r = pread(fd, buf, want, off);
+			if (r <= 0)
+				break;
 			c = crc32(c, buf, (uInt)r);
 			off += r;
 		}
-		if (r < 0 || (GElf_Word)c != crc)
+		if (r < 0 || off != st.st_size || pread(fd, buf, 1, off) != 0 || (GElf_Word)c != crc)
 			goto reject;
 	} else {
 		goto reject;
@@ -494,6 +491,14 @@ static void obj_find_debug(struct syms *s, struct obj *o, int rootfd, const char
 			if (try_debug_fd(o, sy_open_host(cand), main_st, false, 0))
 				return;
 		}
+	}
+	/* (read whole by libdw: a path and a CRC) */
+	{
+		Elf_Scn *dl = elfread__section(o->elf, ".gnu_debuglink", true);
+		GElf_Shdr sh;
+
+		if (!dl || !gelf_getshdr(dl, &sh) || sh.sh_size > DEBUGLINK_SECTION_MAX)
+			return;
 	}
 	link = dwelf_elf_gnu_debuglink(o->elf, &crc);
 	if (!link || !*link || strchr(link, '/') || !path || path[0] != '/')

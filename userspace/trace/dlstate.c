@@ -11,6 +11,8 @@
 #include <sys/uio.h>
 
 #include "dlstate.h"
+#include "elfread.h"
+#include "elfsym.h"
 #include "procmaps.h"
 
 /* struct r_debug (link.h): int r_version; struct link_map *r_map; ElfW(Addr) r_brk;
@@ -50,7 +52,7 @@ static int scan(int fd, uint64_t *sym, uint64_t *base)
 		Elf_Data *data;
 
 		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) ||
-		    !sh.sh_entsize || !(data = elf_getdata(scn, NULL)))
+		    !sh.sh_entsize || !elfread__symtab(e, scn, fd) || !(data = elf_getdata(scn, NULL)))
 			continue;
 		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize && i < SYMS_MAX; i++) {
 			GElf_Sym s;

@@ -20,6 +20,8 @@
 #include <bpf/libbpf.h>
 
 #include "../../bpf/python.h"
+#include "elfread.h"
+#include "elfsym.h"
 #include "hmap.h"
 #include "log.h"
 #include "mapsnap.h"
@@ -119,7 +121,8 @@ int py_scan_interp(int fd, uint64_t map_start, uint64_t map_off, struct py_syms 
 		Elf_Data *d;
 		size_t n;
 
-		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM))
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
+		    !elfread__symtab(e, scn, fd))
 			continue;
 		d = elf_getdata(scn, NULL);
 		if (!d || !sh.sh_entsize)
