@@ -21,6 +21,7 @@
 
 #define MAPS_MAX_BYTES (64u << 20)
 #define PERFMAP_MAX_BYTES (256u << 20)
+#define PERFMAP_MAX_ENTRIES (8u << 20)
 #define STAT_MAX_BYTES (64u << 10)
 #define ELF_MAX_PHDRS 1024
 #define ELF_MAX_SYMS (32u << 20)
@@ -122,9 +123,10 @@ struct proc {
 	uint32_t jit_seq;
 	dev_t pm_dev;
 	ino_t pm_ino;
-	off_t pm_off;	 /* bytes of the perf map already parsed (it is append-only) */
-	bool pm_refused; /* its perf map was refused, and said so */
-	ino_t exe_ino;	 /* /proc/PID/exe's inode: its mapping is the program's */
+	off_t pm_off;	  /* bytes of the perf map already parsed (it is append-only) */
+	size_t jit_bytes; /* new names its perf maps added, over its life (PERFMAP_MAX_BYTES) */
+	bool pm_refused;  /* its perf map was refused, and said so */
+	ino_t exe_ino;	  /* /proc/PID/exe's inode: its mapping is the program's */
 };
 
 struct syms {

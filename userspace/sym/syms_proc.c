@@ -198,6 +198,15 @@ static int proc_load_perfmap(struct syms *s, struct proc *p, int rootfd)
 		if (!nl)
 			break; /* a line still being written: next time */
 		if (!perfmap__parse_line(q, (size_t)(nl - q), &start, &size, &name, &nlen)) {
+			size_t strs = s->nstrs;
+
+			/* The file is the target's: rewritten shorter before each read, it was read
+			 * anew each time, and its names went into memory kept for the recording
+			 * (96 MiB more a round, without end). Names are interned (a rewrite of the
+			 * same lines adds nothing), and a process's new ones stop at
+			 * PERFMAP_MAX_BYTES over its life, its entries at PERFMAP_MAX_ENTRIES. */
+			if (p->jit_bytes > PERFMAP_MAX_BYTES || p->njit >= PERFMAP_MAX_ENTRIES)
+				break;
 			if (p->njit % 1024 == 0) {
 				struct jit *nj = realloc(p->jit, (p->njit + 1024) * sizeof(*nj));
 
@@ -207,11 +216,13 @@ static int proc_load_perfmap(struct syms *s, struct proc *p, int rootfd)
 				}
 				p->jit = nj;
 			}
-			name = sy_arena_strndup(s, name, nlen > 1024 ? 1024 : nlen);
+			name = sy_intern_n(s, name, nlen > 1024 ? 1024 : nlen);
 			if (!name) {
 				err = -ENOMEM;
 				goto out;
 			}
+			if (s->nstrs > strs)
+				p->jit_bytes += (nlen > 1024 ? 1024 : nlen) + 1;
 			p->jit[p->njit++] = (struct jit){start, start + size, name, p->jit_seq++};
 			added++;
 		}
