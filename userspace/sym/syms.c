@@ -40,6 +40,15 @@
 
 /* ---- strings ----------------------------------------------------------------------- */
 
+size_t syms__string_bytes(const struct syms *s)
+{
+	size_t n = 0;
+
+	for (const struct arena_chunk *c = s ? s->arena : NULL; c; c = c->next)
+		n += c->used;
+	return n;
+}
+
 static char *arena_alloc(struct syms *s, size_t n)
 {
 	struct arena_chunk *c = s->arena;

@@ -77,4 +77,8 @@ int syms__resolve_kernel(struct syms *s, uint64_t addr, struct sym_result *out);
  * and *file_offset (for uprobe attach), or -ENOENT. */
 int syms__find_symbol(struct syms *s, int pid, const char *name, const char **path, uint64_t *file_offset);
 
+/* The bytes of the strings S keeps until syms__free (names, paths): what it holds grows
+ * only with names it has not seen (tests check a target cannot grow it without end). */
+size_t syms__string_bytes(const struct syms *s);
+
 #endif /* GPUBPF_SYMS_H */
