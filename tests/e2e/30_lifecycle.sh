@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A target that exits mid-recording; Ctrl-C (once and twice); -d expiry; the folded
-# format; -a. The output is complete every time.
+# A target that exits mid-recording; Ctrl-C (once and twice, and before the command
+# starts); -d expiry; the folded format; -a. The output is complete, or absent, every time.
 source "$(dirname "$0")/lib.sh"
 need_root
 need_go
@@ -63,6 +63,43 @@ else
 fi
 # no temporary files left behind
 if ls -A "$TMP" | grep -q '^\.gpubpf-out'; then fail "no-temp-files" "$(ls -A "$TMP")"; else pass "no-temp-files"; fi
+
+# A stop during the set-up, before the command is let go: it never runs, nothing is
+# written, the status is the signal's. Sent to gpubpf alone (SIGTERM), and to the whole
+# process group as a terminal's Ctrl-C is (SIGINT, which kills the held command too:
+# that read as a command that "keeps running unprofiled", exit 0, until 2026-12-07). The
+# command marks its start, so a set-up that was already over counts as not hit; the
+# delays are well inside this host's set-up (~0.3 s), and one hit of each is needed.
+for how in "TERM:gpubpf:143" "INT:group:130"; do
+	sig=${how%%:*} to=${how#*:} to=${to%%:*} want=${how##*:} hit=0 why=""
+	for d in 0.05 0.1 0.15; do
+		rm -f "$TMP/early.pb.gz" "$TMP/started"
+		setsid env --default-signal=INT,TERM "$GPUBPF" record -o "$TMP/early.pb.gz" -- \
+			sh -c "touch $TMP/started; exec $WL/cpu_ratio 5" >"$TMP/early.log" 2>&1 &
+		rec=$!
+		KILL_PIDS+=("$rec")
+		sleep "$d"
+		if [ "$to" = group ]; then kill -"$sig" -- -"$rec"; else kill -"$sig" "$rec"; fi
+		wait "$rec"
+		rc=$?
+		if [ -e "$TMP/started" ]; then
+			why+="[$d s: the command had started, rc=$rc] "
+			pkill -f "cpu_ratio 5" 2>/dev/null
+			continue
+		fi
+		if [ $rc -eq "$want" ] && [ ! -e "$TMP/early.pb.gz" ] && grep -q "before .* started: it was not run" "$TMP/early.log" &&
+			! pgrep -f "cpu_ratio 5" >/dev/null; then
+			hit=$((hit + 1))
+		else
+			why+="[$d s: rc=$rc (want $want), file $([ -e "$TMP/early.pb.gz" ] && echo written), $(tail -1 "$TMP/early.log")] "
+		fi
+	done
+	if [ $hit -ge 1 ] && ! grep -q "rc=" <<<"${why//command had started, rc=/}"; then
+		pass "stop-before-start-$sig-$to"
+	else
+		fail "stop-before-start-$sig-$to" "$hit hits; $why"
+	fi
+done
 
 # SIGTERM and -d expiry.
 "$WL/cpu_ratio" 30 >/dev/null &

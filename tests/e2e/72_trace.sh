@@ -164,3 +164,25 @@ if grep -q "graph_node_kernel" "$TMP/dev.report"; then
 else
 	fail "device-report" "$(head -20 "$TMP/dev.report")"
 fi
+
+# The job killed by the whole group's SIGTERM mid-run (a scheduler's stop): the timeline
+# is complete, and record's status is the job's, 143. With --trace the stop came before
+# the job's exit event was read, and record said "keeps running unprofiled", exit 0, in
+# 3-9 of 10-12 runs (2026-12-07); the job's status is now read directly.
+bad=""
+for d in 0.6 1.1 1.7; do
+	rm -f "$TMP/term.json"
+	setsid env --default-signal=INT,TERM "$GPUBPF" record -o "$TMP/term.json" --trace -- \
+		"$WL/cuda/launch_loop" --seconds 4 >"$TMP/term.log" 2>&1 &
+	rec=$!
+	KILL_PIDS+=("$rec")
+	sleep "$d"
+	kill -TERM -- -"$rec"
+	wait "$rec"
+	rc=$?
+	if [ $rc -ne 143 ] || ! grep -q "launch_loop was killed by signal 15" "$TMP/term.log" ||
+		! python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$TMP/term.json" 2>/dev/null; then
+		bad+="[$d s: rc=$rc, $(tail -1 "$TMP/term.log")] "
+	fi
+done
+[ -z "$bad" ] && pass "group-sigterm-status" || fail "group-sigterm-status" "$bad"

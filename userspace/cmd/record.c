@@ -248,6 +248,17 @@ static int job_status(struct engine *e)
 	return 0;
 }
 
+/* A stop (Ctrl-C, SIGTERM) before COMMAND was let go: it is never run (engine__close kills
+ * it at its gate) and nothing is written; the status is the signal's, as a shell's. */
+static int not_started(const struct record_opts *o)
+{
+	int sig = engine__stop_signal();
+
+	fprintf(stderr, "gpubpf: stopped by signal %d before %s started: it was not run, nothing written\n", sig,
+		o->command[0]);
+	return 128 + sig;
+}
+
 int record__main(int argc, char **argv)
 {
 	struct record_opts o;
@@ -326,8 +337,12 @@ int record__main(int argc, char **argv)
 		}
 	}
 	engine__scan(&e);
-	/* Probes are in place: let the command run. */
+	/* Probes are in place: let the command run, unless a stop came first. */
 	if (o.command) {
+		if (engine__stop_signals()) {
+			err = not_started(&o);
+			goto cleanup;
+		}
 		err = procs__release(s->procs);
 		if (err) {
 			pr_err("cannot execute '%s': %s", o.command[0], strerror(-err));
@@ -387,6 +402,10 @@ int record__main(int argc, char **argv)
 	print_summary(&e, gpu_summary);
 	err = job_status(&e);
 cleanup:
+	/* A set-up cut short by a stop (the whole group's Ctrl-C kills the held command, and
+	 * the set-up then fails on it): said as such, not as the failure it caused. */
+	if (err < 0 && o.command && engine__stop_signals() && !procs__released(s->procs))
+		err = not_started(&o);
 	if (opened)
 		engine__close(&e);
 	trace__free(w.timeline);

@@ -50,11 +50,12 @@ int64_t engine__wall_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static volatile sig_atomic_t stop_signals;
+static volatile sig_atomic_t stop_signals, first_signal;
 
 static void on_signal(int sig)
 {
-	(void)sig;
+	if (!stop_signals)
+		first_signal = sig;
 	stop_signals++;
 }
 
@@ -73,6 +74,11 @@ void engine__install_signals(void)
 int engine__stop_signals(void)
 {
 	return (int)stop_signals;
+}
+
+int engine__stop_signal(void)
+{
+	return (int)first_signal;
 }
 
 double engine__overhead(struct engine *e)

@@ -70,6 +70,8 @@ enum engine_state {
  * SIGPIPE is ignored. */
 void engine__install_signals(void);
 int engine__stop_signals(void);
+/* The first of them (SIGINT, ...), or 0. */
+int engine__stop_signal(void);
 
 /* What gpubpf costs the busiest target thread so far, as measured (a fraction): its probes,
  * samples (their events in its context switches too), device time, and its own CPU where

@@ -32,6 +32,8 @@ int procs__spawn(struct procs *p, char **argv);
 /* Let the spawned command exec. Returns 0, or the exec's negative errno (the command
  * could not be started; a message was printed). */
 int procs__release(struct procs *p);
+/* Whether the spawned command was let go (or none is held): procs__release ran. */
+bool procs__released(const struct procs *p);
 pid_t procs__child(const struct procs *p);	       /* the spawned command, or 0 */
 int procs__child_status(struct procs *p, int *status); /* 0 when it exited and was reaped */
 

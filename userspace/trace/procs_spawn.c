@@ -107,6 +107,11 @@ int procs__release(struct procs *p)
 	return 0;
 }
 
+bool procs__released(const struct procs *p)
+{
+	return !p || p->gate_fd < 0;
+}
+
 pid_t procs__child(const struct procs *p)
 {
 	return p->child;
@@ -116,6 +121,12 @@ int procs__child_status(struct procs *p, int *status)
 {
 	struct proc_ent *e = p->child > 0 ? procs_find(p, p->child) : NULL;
 
+	/* Reaped already, or a zombie now, whatever the events said: a command killed by the
+	 * group's Ctrl-C before its exit event was read (a stop cuts the drain short) read
+	 * as running on, with gpubpf's exit 0. */
+	if (p->child > 0 && !p->child_reaped && p->gate_fd < 0 &&
+	    waitpid(p->child, &p->child_status, WNOHANG) == p->child)
+		p->child_reaped = true;
 	/* The exit tracepoint fires before the child becomes a zombie: when it said the
 	 * child is gone, give it a moment to become reapable. */
 	for (int i = 0; e && !e->alive && !p->child_reaped && i < 100; i++) {
