@@ -55,24 +55,32 @@ bool elfread__shstrtab(Elf *elf, size_t *ndx)
 	       gelf_getshdr(elf_getscn(elf, *ndx), &sh) && sh.sh_size <= ELFREAD_SHSTRTAB_MAX;
 }
 
+/* The name of the section after *SCN (its header in *SH, *SCN moved on to it), skipping
+ * those without one; NULL at the end. */
+static const char *next_named(Elf *elf, size_t shstrndx, Elf_Scn **scn, GElf_Shdr *sh)
+{
+	while ((*scn = elf_nextscn(elf, *scn))) {
+		const char *n = gelf_getshdr(*scn, sh) ? elf_strptr(elf, shstrndx, sh->sh_name) : NULL;
+
+		if (n)
+			return n;
+	}
+	return NULL;
+}
+
 /* ELF's section NAME (PROGBITS: one with bytes in the file), or NULL. */
 Elf_Scn *elfread__section(Elf *elf, const char *name, bool progbits)
 {
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
+	GElf_Shdr sh;
+	const char *n;
 
 	if (!elfread__shstrtab(elf, &shstrndx))
 		return NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		const char *n;
-
-		if (!gelf_getshdr(scn, &sh))
-			continue;
-		n = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (n && !strcmp(n, name) && (!progbits || sh.sh_type != SHT_NOBITS))
+	while ((n = next_named(elf, shstrndx, &scn, &sh)))
+		if (!strcmp(n, name) && (!progbits || sh.sh_type != SHT_NOBITS))
 			return scn;
-	}
 	return NULL;
 }
 
@@ -104,17 +112,13 @@ bool elfread__dwarf(Elf *elf, int fd)
 {
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
+	GElf_Shdr sh;
+	const char *n;
 
 	if (!elfread__shstrtab(elf, &shstrndx))
 		return false;
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		const char *n;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
-			continue;
-		n = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (!n || (strncmp(n, ".debug_", 7) && strncmp(n, ".zdebug_", 8)))
+	while ((n = next_named(elf, shstrndx, &scn, &sh))) {
+		if (sh.sh_type == SHT_NOBITS || (strncmp(n, ".debug_", 7) && strncmp(n, ".zdebug_", 8)))
 			continue;
 		if (!elfread__whole(scn, fd, ELFREAD_DWARF_MAX))
 			return false;
