@@ -36,13 +36,17 @@ bool elfread__whole(Elf_Scn *scn, int fd, uint64_t max)
 	return true;
 }
 
+bool elfread__strtab(Elf *elf, int fd, size_t ndx, uint64_t max)
+{
+	return elfsym__strtab_plain(elf, ndx) && elfread__whole(elf_getscn(elf, ndx), fd, max);
+}
+
 bool elfread__symtab(Elf *elf, Elf_Scn *scn, int fd)
 {
 	GElf_Shdr sh;
 
 	return scn && gelf_getshdr(scn, &sh) && elfread__whole(scn, fd, ELFREAD_SYMTAB_MAX) &&
-	       elfsym__strtab_plain(elf, sh.sh_link) &&
-	       elfread__whole(elf_getscn(elf, sh.sh_link), fd, ELFREAD_STRTAB_MAX);
+	       elfread__strtab(elf, fd, sh.sh_link, ELFREAD_STRTAB_MAX);
 }
 
 /* ELF's section-name table, in *NDX, where it can be read whole (elf_strptr and libelf's

@@ -28,6 +28,10 @@
  * whose bytes are there: the size alone. */
 bool elfread__whole(Elf_Scn *scn, int fd, uint64_t max);
 
+/* Whether string table NDX of ELF (open at FD) is stored plain (elfsym__strtab_plain) and
+ * may be read whole, at most MAX bytes: elf_strptr reads a table whole. */
+bool elfread__strtab(Elf *elf, int fd, size_t ndx, uint64_t max);
+
 /* Whether symbol table SCN of ELF (open at FD) and its names (sh_link, stored plain:
  * elfsym__strtab_plain) may both be read whole. */
 bool elfread__symtab(Elf *elf, Elf_Scn *scn, int fd);

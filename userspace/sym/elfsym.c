@@ -364,13 +364,6 @@ bool elfsym__strtab_plain(Elf *elf, size_t ndx)
 	return scn && gelf_getshdr(scn, &sh) && sh.sh_type == SHT_STRTAB && !(sh.sh_flags & SHF_COMPRESSED);
 }
 
-/* Whether string table NDX is plain (elfsym__strtab_plain) and readable whole, at most MAX
- * bytes (elfread__whole): elf_strptr reads a table whole. */
-static bool strtab_sane(Elf *elf, int fd, size_t ndx, uint64_t max)
-{
-	return elfsym__strtab_plain(elf, ndx) && elfread__whole(elf_getscn(elf, ndx), fd, max);
-}
-
 /* A section of CUDA device code (nvcc's fat binaries). */
 static bool is_fatbin(Elf *elf, size_t shstrndx, const GElf_Shdr *sh)
 {
@@ -419,7 +412,7 @@ int elfsym__lookup_fd_flags(int fd, struct elfsym_want *want, int n, unsigned fl
 	}
 	/* section names only from a .shstrtab that the file holds (libelf would allocate
 	 * what its header claims) */
-	if (elf_getshdrstrndx(elf, &shstrndx) || !strtab_sane(elf, fd, shstrndx, ELFREAD_SHSTRTAB_MAX))
+	if (elf_getshdrstrndx(elf, &shstrndx) || !elfread__strtab(elf, fd, shstrndx, ELFREAD_SHSTRTAB_MAX))
 		shstrndx = 0;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;

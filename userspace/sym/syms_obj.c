@@ -493,13 +493,8 @@ static void obj_find_debug(struct syms *s, struct obj *o, int rootfd, const char
 		}
 	}
 	/* (read whole by libdw: a path and a CRC) */
-	{
-		Elf_Scn *dl = elfread__section(o->elf, ".gnu_debuglink", true);
-		GElf_Shdr sh;
-
-		if (!dl || !gelf_getshdr(dl, &sh) || sh.sh_size > DEBUGLINK_SECTION_MAX)
-			return;
-	}
+	if (!elfread__whole(elfread__section(o->elf, ".gnu_debuglink", true), o->fd, DEBUGLINK_SECTION_MAX))
+		return;
 	link = dwelf_elf_gnu_debuglink(o->elf, &crc);
 	if (!link || !*link || strchr(link, '/') || !path || path[0] != '/')
 		return;

@@ -198,7 +198,7 @@ static int proc_load_perfmap(struct syms *s, struct proc *p, int rootfd)
 		if (!nl)
 			break; /* a line still being written: next time */
 		if (!perfmap__parse_line(q, (size_t)(nl - q), &start, &size, &name, &nlen)) {
-			size_t strs = s->nstrs;
+			size_t strs = s->nstrs, keep = nlen > 1024 ? 1024 : nlen;
 
 			/* The file is the target's: rewritten shorter before each read, it was read
 			 * anew each time, and its names went into memory kept for the recording
@@ -216,13 +216,13 @@ static int proc_load_perfmap(struct syms *s, struct proc *p, int rootfd)
 				}
 				p->jit = nj;
 			}
-			name = sy_intern_n(s, name, nlen > 1024 ? 1024 : nlen);
+			name = sy_intern_n(s, name, keep);
 			if (!name) {
 				err = -ENOMEM;
 				goto out;
 			}
 			if (s->nstrs > strs)
-				p->jit_bytes += (nlen > 1024 ? 1024 : nlen) + 1;
+				p->jit_bytes += keep + 1;
 			p->jit[p->njit++] = (struct jit){start, start + size, name, p->jit_seq++};
 			added++;
 		}
